@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that fullgraph's build and tests need. Idempotent: packages
+# already present are left alone, and apt is only consulted when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
+  libpcre2-dev libutf8proc-dev libxxhash-dev
+  libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
+  clang libclang-rt-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all build and test packages present"
+fi
+
+# Python is used by tests and tools only (differential tests against tokenizers and jinja2).
+if ! command -v python3 >/dev/null 2>&1; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-pip
+fi
+python3 -m pip install -q --disable-pip-version-check -r "$(dirname "$0")/../tests/requirements.txt"

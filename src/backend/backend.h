@@ -1,0 +1,87 @@
+// backend/backend.h — the op set the model's layer loop is written against.
+//
+// A backend owns its memory and its kernels; the model owns the order of the ops. Every op takes
+// its sizes from the shapes of the tensors it is given (for a padded step, the padded shapes),
+// and reads per-step values (token ids, positions, slots, offsets) from tensors, never from
+// host arguments, so that a step can later be captured once and replayed with new inputs.
+//
+// Shape conventions: n = tokens in the step, H = hidden size, hd = head dim, nh/nkv = query and
+// KV heads, V = vocabulary. Activations are row-major [n, features].
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace fg {
+
+// Memory a backend handed out; the tensor is valid while `memory` is held.
+struct Allocation {
+  Tensor tensor;
+  std::shared_ptr<void> memory;
+};
+
+// One layer's paged KV cache. Slot s = block * block_size + offset holds token data at
+// k[block][offset]; block 0 is the null block: never handed to a request, the target of padded
+// block-table rows.
+struct KvCacheLayer {
+  Tensor k;  // [num_blocks, block_size, nkv, hd]
+  Tensor v;  // [num_blocks, block_size, nkv, hd]
+};
+
+// The attention metadata of one step, in the layout of DESIGN.md's contract.
+struct AttentionMetadata {
+  Tensor query_start_loc;  // I32 [num_reqs + 1]; request r owns query tokens [qsl[r], qsl[r+1])
+  Tensor seq_lens;         // I32 [num_reqs]; context length of r after this step's tokens
+  Tensor block_table;      // I32 [num_reqs, max_blocks_per_seq]; KV blocks of r in order
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;
+  // The dtype of activations between ops (F32 on the CPU reference, BF16 on GPUs).
+  virtual DType activation_dtype() const = 0;
+
+  virtual Allocation allocate(DType dtype, std::initializer_list<int64_t> dims) = 0;
+  // Copies between host memory and a tensor of this backend (same byte count).
+  virtual void copy_from_host(const Tensor& dst, const void* src) = 0;
+  virtual void copy_to_host(void* dst, const Tensor& src) = 0;
+  // Waits until every op issued so far has finished (host copies included).
+  virtual void synchronize() = 0;
+
+  // out[i] = table[ids[i]]. ids I32 [n], table [V, H], out [n, H].
+  virtual void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) = 0;
+  // out = x / rms(x) * weight, per row. x [n, H], weight [H], out [n, H].
+  virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) = 0;
+  // residual += x; out = rms_norm(residual). The residual stream and the norm in one pass.
+  virtual void add_rms_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
+                            const Tensor& out) = 0;
+  // out = x · weightᵀ (+ bias). x [n, in], weight [out, in], bias [out] or undefined, out [n, out].
+  virtual void linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) = 0;
+  // In place, per head: x[i, h, :] = rms_norm(x[i, h, :]) * weight. x [n, heads * hd], weight [hd].
+  virtual void head_rms_norm(const Tensor& x, const Tensor& weight, float eps) = 0;
+  // Rotates q and k in place by the RoPE angles of each token's position (rotate-half layout),
+  // then writes k and v to the cache slot of each token; tokens with a negative slot are not
+  // written. q [n, nh * hd], k and v [n, nkv * hd], positions I32 [n], slot_mapping I64 [n],
+  // rope_cos_sin F32 [max_positions, hd] (cos of the hd/2 frequencies, then their sin).
+  virtual void rope_and_cache_write(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+                                    const Tensor& slot_mapping, const Tensor& rope_cos_sin,
+                                    const KvCacheLayer& cache) = 0;
+  // Causal attention of each request's query tokens over its cached context: query token j of a
+  // request with n_q query tokens and context length L attends to context positions
+  // [0, L - n_q + j]. q and out [n, nh * hd]. Query tokens that belong to no request are not
+  // written.
+  virtual void attention(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,
+                         const Tensor& out) = 0;
+  // out = silu(gate) * up. gate, up, out [n, I].
+  virtual void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+  // out[i] = x[indices[i]]. x [n, H], indices I32 [m], out [m, H].
+  virtual void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) = 0;
+};
+
+}  // namespace fg

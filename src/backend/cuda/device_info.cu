@@ -1,0 +1,25 @@
+// backend/cuda/device_info.cu — device enumeration through the CUDA runtime.
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_info.h"
+
+namespace fg::cuda {
+
+std::vector<DeviceInfo> list_devices() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver) {
+    (void)cudaGetLastError();  // clear the sticky "no device" state
+    return {};
+  }
+  FG_CUDA_CHECK(status);
+  std::vector<DeviceInfo> devices;
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp prop{};
+    FG_CUDA_CHECK(cudaGetDeviceProperties(&prop, i));
+    devices.push_back({i, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+                       static_cast<uint64_t>(prop.totalGlobalMem)});
+  }
+  return devices;
+}
+
+}  // namespace fg::cuda

@@ -1,0 +1,114 @@
+// cli/generate_command.cpp — `fullgraph generate`: loads a model (or the built-in default), runs
+// the prompt ids through the CPU backend, prints the generated ids and optionally dumps logits.
+#include "cli/generate_command.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <memory>
+
+#include "backend/cpu/cpu_backend.h"
+#include "engine/greedy_generator.h"
+#include "model/model_loader.h"
+#include "model/safetensors.h"
+
+namespace fg::cli {
+
+namespace {
+
+struct GenerateOptions {
+  std::string model_dir;
+  std::string prompt_ids;
+  int64_t max_tokens = 16;
+  std::string dump_logits;
+  std::string load_format = "auto";
+  int64_t block_size = 16;
+  int threads = 0;
+  bool rope_bf16 = false;
+};
+
+void run_generate(const GenerateOptions& o) {
+  const std::vector<int32_t> prompt = parse_token_ids(o.prompt_ids);
+  CpuBackend backend(o.threads);
+  LoadOptions load_options;
+  load_options.format = parse_load_format(o.load_format);
+  load_options.round_rope_inv_freq_to_bf16 = o.rope_bf16;
+  LoadedModel loaded = load_model(o.model_dir, load_options, backend);
+  const ModelConfig config = loaded.config;
+  for (size_t i = 0; i < prompt.size(); ++i)
+    FG_CHECK(prompt[i] < config.vocab_size, "--prompt-ids: id {} at position {} is outside the vocabulary of {}",
+             prompt[i], i, config.vocab_size);
+  FG_CHECK(o.block_size >= 1, "--block-size must be positive");
+
+  const int64_t T = static_cast<int64_t>(prompt.size());
+  const bool keep_logits = !o.dump_logits.empty();
+  const int64_t blocks = (T + o.max_tokens + o.block_size - 1) / o.block_size + 1;
+  LlamaModel model(config, std::move(loaded.weights), backend, T, keep_logits ? T : 1);
+  KvCache kv = allocate_kv_cache(backend, config, blocks, o.block_size, backend.activation_dtype());
+
+  const auto start = std::chrono::steady_clock::now();
+  GreedyResult result = generate_greedy(model, kv, prompt, o.max_tokens, keep_logits);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  fmt::print("{}\n", fmt::join(result.generated, ","));
+  fmt::print(stderr, "fullgraph: {} ({} backend, {} threads): {} prompt tokens, {} generated in {:.1f} ms\n",
+             loaded.source, backend.name(), backend.num_threads(), T, result.generated.size(), seconds * 1e3);
+
+  if (keep_logits) {
+    const int64_t V = config.vocab_size, N = static_cast<int64_t>(result.generated.size());
+    std::vector<NamedTensor> tensors = {
+        {"prompt_logits", Tensor(result.prompt_logits.data(), DType::kF32, {T, V})},
+        {"generated_ids", Tensor(result.generated.data(), DType::kI32, {N})},
+        {"generated_logits", Tensor(result.generated_logits.data(), DType::kF32, {N, V})},
+    };
+    write_safetensors(o.dump_logits, tensors, {{"model", loaded.source}, {"producer", "fullgraph generate"}});
+    fmt::print(stderr, "fullgraph: logits written to {}\n", o.dump_logits);
+  }
+}
+
+}  // namespace
+
+std::vector<int32_t> parse_token_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(start, comma - start);
+    size_t used = 0;
+    long long value = -1;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    FG_CHECK(used == item.size() && !item.empty() && value >= 0 && value <= INT32_MAX,
+             "--prompt-ids: '{}' (item {}) is not a non-negative token id", item, ids.size());
+    ids.push_back(static_cast<int32_t>(value));
+    start = comma + 1;
+  }
+  FG_CHECK(!ids.empty(), "--prompt-ids is empty");
+  return ids;
+}
+
+void add_generate_command(CLI::App& app) {
+  auto options = std::make_shared<GenerateOptions>();
+  CLI::App* cmd = app.add_subcommand("generate", "Generate tokens greedily from a prompt of token ids");
+  cmd->add_option("--model", options->model_dir,
+                  "Hugging Face checkpoint folder (config.json + *.safetensors); omit for the built-in tiny model");
+  cmd->add_option("--prompt-ids", options->prompt_ids, "Prompt token ids, comma-separated (e.g. 1,2,3)")->required();
+  cmd->add_option("--max-tokens", options->max_tokens, "Number of tokens to generate")->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  cmd->add_option("--dump-logits", options->dump_logits,
+                  "Write prompt_logits F32 [T, vocab], generated_ids I32 [N] and generated_logits F32 [N, vocab] "
+                  "to this safetensors file");
+  cmd->add_option("--load-format", options->load_format, "auto | safetensors | dummy (random weights)")
+      ->capture_default_str();
+  cmd->add_option("--block-size", options->block_size, "Tokens per KV-cache block")->capture_default_str();
+  cmd->add_flag("--rope-inv-freq-bf16", options->rope_bf16,
+               "Round RoPE inverse frequencies to bf16, as a transformers model cast with .to(torch.bfloat16) does");
+  cmd->add_option("--threads", options->threads, "CPU threads (0 = all hardware threads)")->capture_default_str();
+  cmd->callback([options] { run_generate(*options); });
+}
+
+}  // namespace fg::cli

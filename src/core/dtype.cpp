@@ -1,0 +1,89 @@
+// core/dtype.cpp — dtype names, sizes and IEEE half-precision conversion.
+#include "core/dtype.h"
+
+#include "core/error.h"
+
+namespace fg {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16:
+    case DType::kF16:
+      return 2;
+    case DType::kF32:
+    case DType::kI32:
+      return 4;
+    case DType::kI64:
+      return 8;
+  }
+  FG_ASSERT(false);
+}
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16: return "BF16";
+    case DType::kF16: return "F16";
+    case DType::kF32: return "F32";
+    case DType::kI32: return "I32";
+    case DType::kI64: return "I64";
+  }
+  FG_ASSERT(false);
+}
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  if (name == "BF16") return DType::kBF16;
+  if (name == "F16") return DType::kF16;
+  if (name == "F32") return DType::kF32;
+  if (name == "I32") return DType::kI32;
+  if (name == "I64") return DType::kI64;
+  return std::nullopt;
+}
+
+float f16_to_float(uint16_t bits) {
+  uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  uint32_t exponent = (bits >> 10) & 0x1fu;
+  uint32_t mantissa = bits & 0x3ffu;
+  uint32_t out;
+  if (exponent == 0x1f) {
+    out = sign | 0x7f800000u | (mantissa << 13);  // inf or NaN
+  } else if (exponent != 0) {
+    out = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    out = sign;
+  } else {
+    // Subnormal half: normalise the mantissa into a float exponent.
+    int shift = 0;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      ++shift;
+    }
+    mantissa &= 0x3ffu;
+    out = sign | (static_cast<uint32_t>(113 - shift) << 23) | (mantissa << 13);
+  }
+  float value;
+  std::memcpy(&value, &out, sizeof(value));
+  return value;
+}
+
+uint16_t float_to_f16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  uint32_t abs = bits & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
+  if (abs < 0x38800000u) {
+    // Result is subnormal or zero: add the value to 0.5 so the FPU rounds at the half ulp.
+    float magnitude;
+    std::memcpy(&magnitude, &abs, sizeof(magnitude));
+    float shifted = magnitude + 0.5f;
+    uint32_t shifted_bits;
+    std::memcpy(&shifted_bits, &shifted, sizeof(shifted_bits));
+    return static_cast<uint16_t>(sign | (shifted_bits - 0x3f000000u));
+  }
+  uint32_t mantissa_odd = (abs >> 13) & 1u;
+  abs += 0xc8000fffu + mantissa_odd;  // rebias exponent (-112 << 23) and round to nearest even
+  return static_cast<uint16_t>(sign | (abs >> 13));
+}
+
+}  // namespace fg

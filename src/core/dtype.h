@@ -1,0 +1,38 @@
+// core/dtype.h — element types of tensors and their conversions to and from float.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+namespace fg {
+
+enum class DType : uint8_t { kBF16, kF16, kF32, kI32, kI64 };
+
+size_t dtype_size(DType dtype);
+// The safetensors spelling ("BF16", "F16", "F32", "I32", "I64").
+std::string_view dtype_name(DType dtype);
+// Parses a safetensors dtype string; nullopt for a type fullgraph does not handle.
+std::optional<DType> parse_dtype(std::string_view name);
+
+inline float bf16_to_float(uint16_t bits) {
+  uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof(value));
+  return value;
+}
+
+// Round to nearest even, as PyTorch does; NaN stays NaN.
+inline uint16_t float_to_bf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float f16_to_float(uint16_t bits);
+uint16_t float_to_f16(float value);
+
+}  // namespace fg

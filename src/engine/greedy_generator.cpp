@@ -1,0 +1,66 @@
+// engine/greedy_generator.cpp — prefill, then token-by-token greedy decode.
+#include "engine/greedy_generator.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "runner/host_step.h"
+
+namespace fg {
+
+int32_t argmax_lowest_index(const float* values, int64_t n) {
+  FG_ASSERT(n > 0);
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (values[i] > values[best]) best = i;
+  return static_cast<int32_t>(best);
+}
+
+GreedyResult generate_greedy(LlamaModel& model, const KvCache& kv, const std::vector<int32_t>& prompt,
+                             int64_t max_tokens, bool keep_logits) {
+  const ModelConfig& c = model.config();
+  const int64_t T = static_cast<int64_t>(prompt.size()), V = c.vocab_size;
+  FG_CHECK(T >= 1, "the prompt is empty");
+  FG_CHECK(max_tokens >= 0, "max_tokens must be non-negative, got {}", max_tokens);
+  FG_CHECK(T + max_tokens <= c.max_position_embeddings,
+           "prompt of {} tokens + {} new tokens exceeds the model's context length {}", T, max_tokens,
+           c.max_position_embeddings);
+  FG_CHECK(T <= model.max_tokens(), "the prompt of {} tokens exceeds the model's step size {}", T, model.max_tokens());
+  if (keep_logits) FG_CHECK(T <= model.max_logits(), "keeping {} prompt logits rows needs max_logits >= {}", T, T);
+
+  const int64_t blocks_needed = (T + max_tokens + kv.block_size - 1) / kv.block_size;
+  FG_CHECK(blocks_needed + 1 <= kv.num_blocks, "{} tokens need {} KV blocks of {} but the cache has {} (+ null)",
+           T + max_tokens, blocks_needed, kv.block_size, kv.num_blocks - 1);
+  std::vector<int32_t> blocks(static_cast<size_t>(blocks_needed));
+  std::iota(blocks.begin(), blocks.end(), 1);  // block 0 is the null block
+
+  GreedyResult result;
+  Backend& backend = model.backend();
+  std::vector<float> row(static_cast<size_t>(V));
+  RequestChunk chunk{prompt, 0, blocks, keep_logits};
+  for (int64_t step = 0; step < max_tokens; ++step) {
+    DeviceStep d = upload_step(backend, build_host_step({chunk}, kv.block_size, blocks_needed));
+    Tensor logits = model.forward(d.inputs, kv);
+    const int64_t rows = logits.dim(0);
+    if (keep_logits && step == 0) {
+      result.prompt_logits.resize(static_cast<size_t>(rows * V));
+      backend.copy_to_host(result.prompt_logits.data(), logits);
+      std::copy_n(result.prompt_logits.end() - V, V, row.begin());
+    } else {
+      backend.copy_to_host(row.data(), logits.rows(rows - 1, 1));
+    }
+    const int32_t token = argmax_lowest_index(row.data(), V);
+    result.generated.push_back(token);
+    if (keep_logits) result.generated_logits.insert(result.generated_logits.end(), row.begin(), row.end());
+    chunk = RequestChunk{{token}, chunk.num_computed + static_cast<int64_t>(chunk.token_ids.size()), blocks, false};
+  }
+  if (keep_logits && max_tokens == 0) {
+    DeviceStep d = upload_step(backend, build_host_step({chunk}, kv.block_size, blocks_needed));
+    Tensor logits = model.forward(d.inputs, kv);
+    result.prompt_logits.resize(static_cast<size_t>(logits.dim(0) * V));
+    backend.copy_to_host(result.prompt_logits.data(), logits);
+  }
+  return result;
+}
+
+}  // namespace fg

@@ -1,0 +1,27 @@
+// engine/greedy_generator.h — greedy generation of one request through the paged KV cache:
+// one prefill step over the prompt, then one decode step per token. The scheduler-driven engine
+// supersedes this for many requests; this is the reference path the CLI and tests use.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/llama_model.h"
+
+namespace fg {
+
+// Index of the largest value; ties go to the lowest index (as torch.argmax does).
+int32_t argmax_lowest_index(const float* values, int64_t n);
+
+struct GreedyResult {
+  std::vector<int32_t> generated;        // [N]
+  std::vector<float> prompt_logits;      // [T, V] when kept: the logits at every prompt position
+  std::vector<float> generated_logits;   // [N, V] when kept: row i is what generated[i] was taken from
+};
+
+// Runs prompt + max_tokens tokens in KV blocks 1, 2, ... of `kv`. keep_logits also returns the
+// logits (prompt_logits then needs the model built with max_logits >= prompt length).
+GreedyResult generate_greedy(LlamaModel& model, const KvCache& kv, const std::vector<int32_t>& prompt,
+                             int64_t max_tokens, bool keep_logits);
+
+}  // namespace fg

@@ -1,0 +1,52 @@
+// model/llama_model.h — the Llama-family forward pass, written once as a straight layer loop
+// against the Backend op set. Llama, Mistral, Qwen2 and Qwen3 differ only in which optional
+// tensors their config enables (q/k/v biases, q/k norms, a tied LM head).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+#include "model/step.h"
+#include "model/weights.h"
+
+namespace fg {
+
+class LlamaModel {
+ public:
+  // Activations are allocated once, for steps of up to max_tokens tokens and max_logits rows.
+  LlamaModel(ModelConfig config, ModelWeights weights, Backend& backend, int64_t max_tokens, int64_t max_logits);
+
+  const ModelConfig& config() const { return config_; }
+  Backend& backend() const { return backend_; }
+  int64_t max_tokens() const { return max_tokens_; }
+  int64_t max_logits() const { return max_logits_; }
+
+  // Runs one step: every token of `step` through all layers (writing its K and V to the cache),
+  // then the LM head on the rows of step.logits_indices. Returns F32 [num_logits, V], a view of a
+  // buffer that the next forward() overwrites.
+  Tensor forward(const StepInputs& step, const KvCache& kv);
+
+ private:
+  ModelConfig config_;
+  ModelWeights weights_;
+  Backend& backend_;
+  int64_t max_tokens_;
+  int64_t max_logits_;
+  float attention_scale_;
+
+  // Named intermediates, so any of them can be dumped: [max_tokens, features] each.
+  Allocation rope_cos_sin_;  // F32 [max_position_embeddings, hd]
+  Allocation residual_;      // [T, H] the residual stream
+  Allocation normed_;        // [T, H] input of the next sublayer
+  Allocation q_, k_, v_;     // [T, nh * hd], [T, nkv * hd], [T, nkv * hd]
+  Allocation attn_out_;      // [T, nh * hd]
+  Allocation proj_out_;      // [T, H] output of o_proj and down_proj
+  Allocation gate_, up_;     // [T, I]
+  Allocation mlp_act_;       // [T, I]
+  Allocation selected_;      // [max_logits, H] normed rows that produce logits
+  Allocation logits_;        // F32 [max_logits, V]
+};
+
+}  // namespace fg

@@ -1,0 +1,37 @@
+// model/model_loader.h — from a checkpoint folder (or the built-in default) to config + weights.
+#pragma once
+
+#include <string>
+
+#include "backend/backend.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace fg {
+
+enum class LoadFormat {
+  kAuto,         // safetensors from the folder
+  kSafetensors,  // same, spelled out
+  kDummy,        // deterministic random weights for the folder's config.json; no weights file read
+};
+LoadFormat parse_load_format(const std::string& name);
+
+struct LoadedModel {
+  ModelConfig config;
+  ModelWeights weights;
+  std::string source;  // the folder, or "built-in default"
+};
+
+struct LoadOptions {
+  LoadFormat format = LoadFormat::kAuto;
+  bool round_rope_inv_freq_to_bf16 = false;  // see RopeConfig
+  uint64_t dummy_seed = 0;
+};
+
+// An empty `dir` selects the built-in tiny default model (dummy weights, nothing downloaded).
+LoadedModel load_model(const std::string& dir, const LoadOptions& options, Backend& backend);
+
+// The config.json of the built-in default model.
+const char* builtin_model_config_json();
+
+}  // namespace fg

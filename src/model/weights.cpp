@@ -1,0 +1,192 @@
+// model/weights.cpp — weight names and shapes per config, checkpoint loading and dummy weights.
+#include "model/weights.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/host_buffer.h"
+#include "model/safetensors.h"
+
+namespace fg {
+
+namespace {
+
+std::string layer_prefix(int64_t layer) { return fmt::format("model.layers.{}.", layer); }
+
+std::string shape_string(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+// Where each expected tensor goes in ModelWeights.
+Tensor* slot_for(ModelWeights& w, const ModelConfig& config, const std::string& name) {
+  if (name == "model.embed_tokens.weight") return &w.embed_tokens;
+  if (name == "model.norm.weight") return &w.final_norm;
+  if (name == "lm_head.weight") return &w.lm_head;
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    const std::string p = layer_prefix(l);
+    if (name.rfind(p, 0) != 0) continue;
+    const std::string rest = name.substr(p.size());
+    LayerWeights& L = w.layers[l];
+    static const std::map<std::string, Tensor LayerWeights::*> fields = {
+        {"input_layernorm.weight", &LayerWeights::input_norm},
+        {"self_attn.q_proj.weight", &LayerWeights::q_proj},
+        {"self_attn.q_proj.bias", &LayerWeights::q_bias},
+        {"self_attn.k_proj.weight", &LayerWeights::k_proj},
+        {"self_attn.k_proj.bias", &LayerWeights::k_bias},
+        {"self_attn.v_proj.weight", &LayerWeights::v_proj},
+        {"self_attn.v_proj.bias", &LayerWeights::v_bias},
+        {"self_attn.q_norm.weight", &LayerWeights::q_norm},
+        {"self_attn.k_norm.weight", &LayerWeights::k_norm},
+        {"self_attn.o_proj.weight", &LayerWeights::o_proj},
+        {"post_attention_layernorm.weight", &LayerWeights::post_attention_norm},
+        {"mlp.gate_proj.weight", &LayerWeights::gate_proj},
+        {"mlp.up_proj.weight", &LayerWeights::up_proj},
+        {"mlp.down_proj.weight", &LayerWeights::down_proj},
+    };
+    auto it = fields.find(rest);
+    FG_ASSERT(it != fields.end());
+    return &(L.*(it->second));
+  }
+  FG_ASSERT(false);
+}
+
+// Tensors some checkpoints carry that inference does not use.
+bool ignorable(const std::string& name) {
+  return name.ends_with(".rotary_emb.inv_freq");
+}
+
+ModelWeights empty_weights(const ModelConfig& config) {
+  ModelWeights w;
+  w.layers.resize(static_cast<size_t>(config.num_layers));
+  return w;
+}
+
+void tie_lm_head(ModelWeights& w, const ModelConfig& config) {
+  if (config.tie_word_embeddings) w.lm_head = w.embed_tokens;
+}
+
+// splitmix64: a counter-based generator, so any element's value is a pure function of its index.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t hash_name(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+std::vector<WeightSpec> expected_weights(const ModelConfig& c) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  std::vector<WeightSpec> specs = {{"model.embed_tokens.weight", {V, H}}};
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = layer_prefix(l);
+    specs.push_back({p + "input_layernorm.weight", {H}});
+    specs.push_back({p + "self_attn.q_proj.weight", {c.q_size(), H}});
+    specs.push_back({p + "self_attn.k_proj.weight", {c.kv_size(), H}});
+    specs.push_back({p + "self_attn.v_proj.weight", {c.kv_size(), H}});
+    if (c.qkv_bias) {
+      specs.push_back({p + "self_attn.q_proj.bias", {c.q_size()}});
+      specs.push_back({p + "self_attn.k_proj.bias", {c.kv_size()}});
+      specs.push_back({p + "self_attn.v_proj.bias", {c.kv_size()}});
+    }
+    if (c.qk_norm) {
+      specs.push_back({p + "self_attn.q_norm.weight", {c.head_dim}});
+      specs.push_back({p + "self_attn.k_norm.weight", {c.head_dim}});
+    }
+    specs.push_back({p + "self_attn.o_proj.weight", {H, c.q_size()}});
+    specs.push_back({p + "post_attention_layernorm.weight", {H}});
+    specs.push_back({p + "mlp.gate_proj.weight", {I, H}});
+    specs.push_back({p + "mlp.up_proj.weight", {I, H}});
+    specs.push_back({p + "mlp.down_proj.weight", {H, I}});
+  }
+  specs.push_back({"model.norm.weight", {H}});
+  if (!c.tie_word_embeddings) specs.push_back({"lm_head.weight", {V, H}});
+  return specs;
+}
+
+ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Checkpoint> checkpoint_ptr,
+                          Backend& backend) {
+  const Checkpoint& checkpoint = *checkpoint_ptr;
+  ModelWeights w = empty_weights(config);
+  w.keep_alive.push_back(checkpoint_ptr);
+  std::set<std::string> expected;
+  for (const WeightSpec& spec : expected_weights(config)) {
+    expected.insert(spec.name);
+    FG_CHECK(checkpoint.contains(spec.name), "{}: missing tensor '{}' (shape {} expected from config.json)",
+             checkpoint.dir(), spec.name, shape_string(spec.shape));
+    Tensor t = checkpoint.tensor(spec.name);
+    std::vector<int64_t> actual(t.shape.begin(), t.shape.begin() + t.rank);
+    FG_CHECK(actual == spec.shape,
+             "{}: tensor '{}' has shape {} but config.json implies {} (hidden_size {}, intermediate_size {}, "
+             "heads {}/{} of head_dim {}, vocab_size {})",
+             checkpoint.dir(), spec.name, shape_string(actual), shape_string(spec.shape), config.hidden_size,
+             config.intermediate_size, config.num_heads, config.num_kv_heads, config.head_dim, config.vocab_size);
+    FG_CHECK(t.dtype == DType::kBF16 || t.dtype == DType::kF16 || t.dtype == DType::kF32,
+             "{}: tensor '{}' has dtype {}; weights must be BF16, F16 or F32", checkpoint.dir(), spec.name,
+             dtype_name(t.dtype));
+    Tensor* slot = slot_for(w, config, spec.name);
+    if (backend.device() == Device::kHost) {
+      *slot = t;  // read in place from the mmap, which the checkpoint keeps alive
+    } else {
+      Allocation a = backend.allocate(t.dtype, {t.numel()});
+      backend.copy_from_host(a.tensor, t.data);
+      *slot = t;
+      slot->data = a.tensor.data;
+      slot->device = a.tensor.device;
+      w.keep_alive.push_back(a.memory);
+    }
+  }
+  for (const std::string& name : checkpoint.names()) {
+    if (expected.count(name) || ignorable(name)) continue;
+    if (name == "lm_head.weight" && config.tie_word_embeddings) continue;  // tied: the embedding is used
+    fail("{}: unexpected tensor '{}' for {} (is this checkpoint quantized, MoE or another architecture?)",
+         checkpoint.dir(), name, config.architecture_name);
+  }
+  tie_lm_head(w, config);
+  return w;
+}
+
+ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed) {
+  ModelWeights w = empty_weights(config);
+  for (const WeightSpec& spec : expected_weights(config)) {
+    int64_t numel = 1;
+    for (int64_t d : spec.shape) numel *= d;
+    const bool is_norm = spec.name.ends_with("norm.weight");
+    const bool is_bias = spec.name.ends_with(".bias");
+    const double fan_in = spec.shape.size() == 2 ? static_cast<double>(spec.shape[1]) : 1.0;
+    const double scale = is_norm ? 0.1 : is_bias ? 0.1 : 1.0 / std::sqrt(fan_in);
+    const double center = is_norm ? 1.0 : 0.0;
+    const uint64_t stream = mix(seed ^ hash_name(spec.name));
+
+    HostBuffer host(static_cast<size_t>(numel) * dtype_size(config.dtype));
+    for (int64_t i = 0; i < numel; ++i) {
+      // uniform in [-1, 1) from the top 53 bits
+      const double u = static_cast<double>(mix(stream + static_cast<uint64_t>(i)) >> 11) * 0x1p-52 - 1.0;
+      const float value = static_cast<float>(center + scale * u);
+      switch (config.dtype) {
+        case DType::kBF16: reinterpret_cast<uint16_t*>(host.data())[i] = float_to_bf16(value); break;
+        case DType::kF16: reinterpret_cast<uint16_t*>(host.data())[i] = float_to_f16(value); break;
+        default: reinterpret_cast<float*>(host.data())[i] = value; break;
+      }
+    }
+    Allocation a = backend.allocate(config.dtype, {numel});
+    backend.copy_from_host(a.tensor, host.data());
+    Tensor* slot = slot_for(w, config, spec.name);
+    *slot = a.tensor;
+    slot->rank = static_cast<int>(spec.shape.size());
+    for (size_t d = 0; d < spec.shape.size(); ++d) slot->shape[d] = spec.shape[d];
+    w.keep_alive.push_back(a.memory);
+  }
+  tie_lm_head(w, config);
+  return w;
+}
+
+}  // namespace fg
+

@@ -1,0 +1,55 @@
+// model/weights.h — the tensors of a Llama-family model: which names and shapes a config
+// implies, loading them from a checkpoint (every shape checked), and deterministic dummy weights.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+
+namespace fg {
+
+class Checkpoint;
+
+struct LayerWeights {
+  Tensor input_norm;          // [H]
+  Tensor q_proj, q_bias;      // [nh * hd, H], [nh * hd] (bias only with qkv_bias)
+  Tensor k_proj, k_bias;      // [nkv * hd, H], [nkv * hd]
+  Tensor v_proj, v_bias;      // [nkv * hd, H], [nkv * hd]
+  Tensor q_norm, k_norm;      // [hd] (Qwen3 only)
+  Tensor o_proj;              // [H, nh * hd]
+  Tensor post_attention_norm; // [H]
+  Tensor gate_proj, up_proj;  // [I, H]
+  Tensor down_proj;           // [H, I]
+};
+
+struct ModelWeights {
+  Tensor embed_tokens;  // [V, H]
+  std::vector<LayerWeights> layers;
+  Tensor final_norm;    // [H]
+  Tensor lm_head;       // [V, H]; the embedding itself when tie_word_embeddings
+  std::vector<std::shared_ptr<const void>> keep_alive;  // mmaps and buffers the views point into
+};
+
+// One tensor the config implies, with its Hugging Face name and shape.
+struct WeightSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+std::vector<WeightSpec> expected_weights(const ModelConfig& config);
+
+// Loads and checks every weight: each expected tensor present with exactly its shape and a float
+// dtype, no unexpected tensors (a few harmless leftovers such as rotary inv_freq are ignored).
+// Errors name the tensor, its shape and the config fields that imply another.
+// On a host backend the weights are views of the checkpoint's mmaps, which they keep alive.
+ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Checkpoint> checkpoint,
+                          Backend& backend);
+
+// Deterministic random weights in config.dtype for any config: the same config and seed give the
+// same bits on every machine. Norm weights sit near 1, matrices at a scale of 1/sqrt(fan_in).
+ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed = 0);
+
+}  // namespace fg

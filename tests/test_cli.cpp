@@ -1,0 +1,102 @@
+// tests/test_cli.cpp — the `fullgraph` executable end to end: the built-in default model, a
+// fixture model with --dump-logits compared to the transformers reference, and bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "test_support.h"
+
+namespace fg {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CliRun {
+  int exit_code;
+  std::string output;  // stdout, then stderr
+};
+
+CliRun run_fullgraph(const std::string& args) {
+  const std::string err_file = (std::filesystem::temp_directory_path() / ("fg_cli_err_" + std::to_string(::getpid()))).string();
+  const std::string command = std::string(FULLGRAPH_BINARY) + " " + args + " 2>" + err_file;
+  FILE* pipe = popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  std::ifstream err(err_file);
+  output += std::string(std::istreambuf_iterator<char>(err), {});
+  std::filesystem::remove(err_file);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+TEST(Cli, BuiltInDefaultModelGeneratesDeterministically) {
+  CliRun a = run_fullgraph("generate --prompt-ids 1,2,3 --max-tokens 8");
+  CliRun b = run_fullgraph("generate --prompt-ids 1,2,3 --max-tokens 8");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const std::string ids = first_line(a.output);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), ','), 7) << ids;
+  EXPECT_EQ(ids, first_line(b.output));
+  EXPECT_THAT(a.output, HasSubstr("built-in default"));
+}
+
+TEST(Cli, DumpLogitsMatchesTheTransformersReference) {
+  const std::string model = test::model_fixture("tiny-qwen3");
+  auto ref = SafetensorsFile::open(model + "/reference.safetensors");
+  const auto ids = test::tensor_values<int32_t>(ref->tensor(*ref->find("prompt_2.input_ids")));
+  const auto logits = test::tensor_values<float>(ref->tensor(*ref->find("prompt_2.logits")));
+  const auto greedy = test::tensor_values<int32_t>(ref->tensor(*ref->find("prompt_2.greedy")));
+  std::string csv;
+  for (int32_t id : ids) {
+    if (!csv.empty()) csv += ',';
+    csv += std::to_string(id);
+  }
+  const std::string dump = (std::filesystem::temp_directory_path() / "fg_cli_dump.safetensors").string();
+
+  CliRun r = run_fullgraph("generate --model " + model + " --prompt-ids " + csv +
+                        " --max-tokens 16 --rope-inv-freq-bf16 --dump-logits " + dump);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto out = SafetensorsFile::open(dump);
+  const auto got_logits = test::tensor_values<float>(out->tensor(*out->find("prompt_logits")));
+  const auto got_ids = test::tensor_values<int32_t>(out->tensor(*out->find("generated_ids")));
+  EXPECT_LE(test::max_abs_diff(got_logits, logits), 1e-4f * test::max_abs(logits));  // as in ModelReference
+  EXPECT_EQ(got_ids, greedy);
+  EXPECT_EQ(out->find("generated_logits")->shape, (std::vector<int64_t>{16, 320}));
+  std::filesystem::remove(dump);
+}
+
+TEST(Cli, DummyLoadFormatNeedsNoWeights) {
+  CliRun r = run_fullgraph("generate --model " + test::model_fixture("tiny-llama3-rope") +
+                        " --load-format dummy --prompt-ids 5,6 --max-tokens 3");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(Cli, BadInputIsNamed) {
+  CliRun bad_id = run_fullgraph("generate --prompt-ids 1,x,3");
+  EXPECT_EQ(bad_id.exit_code, 1);
+  EXPECT_THAT(bad_id.output, HasSubstr("'x' (item 1)"));
+
+  CliRun out_of_vocab = run_fullgraph("generate --prompt-ids 1,100000");
+  EXPECT_EQ(out_of_vocab.exit_code, 1);
+  EXPECT_THAT(out_of_vocab.output, HasSubstr("outside the vocabulary of 512"));
+
+  CliRun no_model = run_fullgraph("generate --model /nonexistent/model --prompt-ids 1");
+  EXPECT_EQ(no_model.exit_code, 1);
+  EXPECT_THAT(no_model.output, HasSubstr("/nonexistent/model"));
+
+  CliRun bad_format = run_fullgraph("generate --load-format pickle --prompt-ids 1");
+  EXPECT_EQ(bad_format.exit_code, 1);
+  EXPECT_THAT(bad_format.output, HasSubstr("pickle"));
+}
+
+}  // namespace
+}  // namespace fg
