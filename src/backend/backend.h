@@ -14,7 +14,9 @@
 #include <memory>
 #include <string>
 
+#include "attention/attention_contract.h"
 #include "core/tensor.h"
+#include "sampling/sampling_params.h"
 
 namespace fg {
 
@@ -39,6 +41,18 @@ struct AttentionMetadata {
   Tensor block_table;      // I32 [num_reqs, max_blocks_per_seq]; KV blocks of r in order
 };
 
+// A recorded sequence of ops, replayed as recorded: same buffers, same (padded) shapes; only the
+// contents of the buffers change between replays. Never patched.
+class Graph {
+ public:
+  virtual ~Graph() = default;
+  virtual void replay() = 0;
+};
+
+// Transitional name of SamplingTensors (sampling/sampling_params.h), used by the CUDA backend.
+using SamplingBuffers = SamplingTensors;
+
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -53,6 +67,19 @@ class Backend {
   virtual void copy_to_host(void* dst, const Tensor& src) = 0;
   // Waits until every op issued so far has finished (host copies included).
   virtual void synchronize() = 0;
+  // Host memory the backend can copy from asynchronously (pinned on a GPU).
+  virtual Allocation allocate_staging(size_t bytes) = 0;
+
+  // Graph capture: between begin_capture() and end_capture(), ops are recorded, not run.
+  virtual bool supports_graphs() const { return false; }
+  virtual void begin_capture() { fail("the {} backend cannot capture graphs", name()); }
+  virtual std::unique_ptr<Graph> end_capture() { fail("the {} backend cannot capture graphs", name()); }
+  // Bytes of device memory held by captured graphs themselves (0 where they hold none).
+  virtual size_t graph_memory_bytes() const { return 0; }
+
+  // The attention implementation's graph-support level and padding contract (DESIGN.md 4, 5).
+  virtual GraphSupport attention_graph_support() const = 0;
+  virtual const PaddingContract& attention_contract() const = 0;
 
   // out[i] = table[ids[i]]. ids I32 [n], table [V, H], out [n, H].
   virtual void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) = 0;
@@ -82,6 +109,9 @@ class Backend {
   virtual void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
   // out[i] = x[indices[i]]. x [n, H], indices I32 [m], out [m, H].
   virtual void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) = 0;
+  // One token id per row of logits F32 [m, V] into out_ids I32 [m], with the semantics written in
+  // sampling/sampling_params.h; a row's result depends only on its logits and values.
+  virtual void sample(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) = 0;
 };
 
 }  // namespace fg

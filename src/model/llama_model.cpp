@@ -2,6 +2,7 @@
 #include "model/llama_model.h"
 
 #include <cmath>
+#include <vector>
 
 #include "model/rope.h"
 
@@ -53,6 +54,15 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, Backend& backen
   mlp_act_ = backend.allocate(act, {T, c.intermediate_size});
   selected_ = backend.allocate(act, {max_logits, c.hidden_size});
   logits_ = backend.allocate(DType::kF32, {max_logits, c.vocab_size});
+}
+
+void LlamaModel::fill_activations(uint8_t byte) {
+  for (const Allocation* a : {&residual_, &normed_, &q_, &k_, &v_, &attn_out_, &proj_out_, &gate_, &up_, &mlp_act_,
+                              &selected_, &logits_}) {
+    const std::vector<uint8_t> bytes(a->tensor.nbytes(), byte);
+    backend_.copy_from_host(a->tensor, bytes.data());
+  }
+  backend_.synchronize();
 }
 
 Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {

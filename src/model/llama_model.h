@@ -28,6 +28,12 @@ class LlamaModel {
   // buffer that the next forward() overwrites.
   Tensor forward(const StepInputs& step, const KvCache& kv);
 
+  // Rows [0, rows) of the logits buffer as the last forward() left them.
+  Tensor logits(int64_t rows) const { return logits_.tensor.rows(0, rows); }
+  // Overwrites every activation buffer with `byte` (tests poison them so that a kernel reading a
+  // row nothing wrote shows up as NaN).
+  void fill_activations(uint8_t byte);
+
  private:
   ModelConfig config_;
   ModelWeights weights_;

@@ -35,7 +35,7 @@ void rotate_head(float* x, const float* cos, const float* sin, int64_t half) {
 
 }  // namespace
 
-void CpuBackend::rope_and_cache_write(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+void CpuBackend::rope_and_cache_write_now(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
                                       const Tensor& slot_mapping, const Tensor& rope_cos_sin,
                                       const KvCacheLayer& cache) {
   cpu::require_f32(q, "rope q");
@@ -74,7 +74,7 @@ void CpuBackend::rope_and_cache_write(const Tensor& q, const Tensor& k, const Te
   });
 }
 
-void CpuBackend::attention(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,
+void CpuBackend::attention_now(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,
                            const Tensor& out) {
   cpu::require_f32(q, "attention q");
   cpu::require_f32(out, "attention output");

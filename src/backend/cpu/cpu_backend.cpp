@@ -32,7 +32,44 @@ void CpuBackend::copy_to_host(void* dst, const Tensor& src) {
   if (src.nbytes()) std::memcpy(dst, src.data, src.nbytes());
 }
 
-void CpuBackend::embedding(const Tensor& ids, const Tensor& table, const Tensor& out) {
+Allocation CpuBackend::allocate_staging(size_t bytes) { return allocate(DType::kI32, {static_cast<int64_t>((bytes + 3) / 4)}); }
+
+namespace {
+class CpuGraph final : public Graph {
+ public:
+  explicit CpuGraph(std::vector<std::function<void()>> ops) : ops_(std::move(ops)) {}
+  void replay() override {
+    for (const auto& op : ops_) op();
+  }
+
+ private:
+  std::vector<std::function<void()>> ops_;
+};
+}  // namespace
+
+void CpuBackend::dispatch(std::function<void()> op) {
+  if (recording_) {
+    recording_->push_back(std::move(op));
+  } else {
+    op();
+  }
+}
+
+void CpuBackend::begin_capture() {
+  FG_CHECK(recording_ == nullptr, "cpu backend: a capture is already in progress");
+  capture_ = std::make_unique<std::vector<std::function<void()>>>();
+  recording_ = capture_.get();
+}
+
+std::unique_ptr<Graph> CpuBackend::end_capture() {
+  FG_CHECK(recording_ != nullptr, "cpu backend: end_capture without begin_capture");
+  recording_ = nullptr;
+  auto graph = std::make_unique<CpuGraph>(std::move(*capture_));
+  capture_.reset();
+  return graph;
+}
+
+void CpuBackend::embedding_now(const Tensor& ids, const Tensor& table, const Tensor& out) {
   require_i32(ids, "embedding ids");
   require_f32(out, "embedding output");
   const int64_t n = ids.dim(0), vocab = table.dim(0), hidden = table.dim(1);
@@ -54,7 +91,7 @@ void scale_row(const float* x, const float* weight, int64_t hidden, float eps, f
 }
 }  // namespace
 
-void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+void CpuBackend::rms_norm_now(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
   require_f32(x, "rms_norm input");
   require_f32(out, "rms_norm output");
   const int64_t n = x.dim(0), hidden = x.dim(1);
@@ -67,7 +104,7 @@ void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, cons
   });
 }
 
-void CpuBackend::add_rms_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
+void CpuBackend::add_rms_norm_now(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
                               const Tensor& out) {
   require_f32(residual, "add_rms_norm residual");
   require_f32(x, "add_rms_norm input");
@@ -86,7 +123,7 @@ void CpuBackend::add_rms_norm(const Tensor& residual, const Tensor& x, const Ten
   });
 }
 
-void CpuBackend::head_rms_norm(const Tensor& x, const Tensor& weight, float eps) {
+void CpuBackend::head_rms_norm_now(const Tensor& x, const Tensor& weight, float eps) {
   require_f32(x, "head_rms_norm input");
   const int64_t head_dim = weight.numel();
   const int64_t rows = x.numel() / head_dim;
@@ -103,7 +140,7 @@ void CpuBackend::head_rms_norm(const Tensor& x, const Tensor& weight, float eps)
   });
 }
 
-void CpuBackend::silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
+void CpuBackend::silu_mul_now(const Tensor& gate, const Tensor& up, const Tensor& out) {
   require_f32(gate, "silu_mul gate");
   require_f32(up, "silu_mul up");
   require_f32(out, "silu_mul output");
@@ -115,7 +152,7 @@ void CpuBackend::silu_mul(const Tensor& gate, const Tensor& up, const Tensor& ou
   });
 }
 
-void CpuBackend::gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) {
+void CpuBackend::gather_rows_now(const Tensor& x, const Tensor& indices, const Tensor& out) {
   require_i32(indices, "gather_rows indices");
   FG_ASSERT(x.dtype == out.dtype);
   const int64_t n = x.dim(0), m = indices.dim(0);

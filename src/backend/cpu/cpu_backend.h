@@ -4,7 +4,14 @@
 // (by output rows, or by token and head), which never changes a row's arithmetic. Activations
 // are F32; weights may be BF16, F16 or F32 and are read in place (e.g. from the checkpoint mmap).
 // Out-of-range ids, positions, slots and block ids fail loudly instead of reading wild memory.
+//
+// Graphs: between begin_capture() and end_capture() every op is recorded as a closure over its
+// tensors (addresses and padded shapes frozen), and replay() runs the closures in order — the CPU
+// analogue of a CUDA graph, so that CI exercises the padded, frozen-launch path.
 #pragma once
+
+#include <functional>
+#include <vector>
 
 #include "backend/backend.h"
 #include "core/thread_pool.h"
@@ -24,23 +31,72 @@ class CpuBackend final : public Backend {
   void copy_from_host(const Tensor& dst, const void* src) override;
   void copy_to_host(void* dst, const Tensor& src) override;
   void synchronize() override {}
+  Allocation allocate_staging(size_t bytes) override;
 
-  void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) override;
-  void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
+  bool supports_graphs() const override { return true; }
+  void begin_capture() override;
+  std::unique_ptr<Graph> end_capture() override;
+
+  GraphSupport attention_graph_support() const override { return GraphSupport::kAlways; }
+  const PaddingContract& attention_contract() const override { return contract_; }
+
+  void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) override {
+    dispatch([=, this] { embedding_now(ids, table, out); });
+  }
+  void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override {
+    dispatch([=, this] { rms_norm_now(x, weight, eps, out); });
+  }
   void add_rms_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
-                    const Tensor& out) override;
-  void linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) override;
-  void head_rms_norm(const Tensor& x, const Tensor& weight, float eps) override;
+                    const Tensor& out) override {
+    dispatch([=, this] { add_rms_norm_now(residual, x, weight, eps, out); });
+  }
+  void linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) override {
+    const Tensor b = bias ? *bias : Tensor();
+    dispatch([=, this] { linear_now(x, weight, b, out); });
+  }
+  void head_rms_norm(const Tensor& x, const Tensor& weight, float eps) override {
+    dispatch([=, this] { head_rms_norm_now(x, weight, eps); });
+  }
   void rope_and_cache_write(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
                             const Tensor& slot_mapping, const Tensor& rope_cos_sin,
-                            const KvCacheLayer& cache) override;
+                            const KvCacheLayer& cache) override {
+    dispatch([=, this] { rope_and_cache_write_now(q, k, v, positions, slot_mapping, rope_cos_sin, cache); });
+  }
   void attention(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,
-                 const Tensor& out) override;
-  void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override;
-  void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override;
+                 const Tensor& out) override {
+    dispatch([=, this] { attention_now(q, cache, meta, scale, out); });
+  }
+  void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+    dispatch([=, this] { silu_mul_now(gate, up, out); });
+  }
+  void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override {
+    dispatch([=, this] { gather_rows_now(x, indices, out); });
+  }
+  void sample(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) override {
+    dispatch([=, this] { sample_now(logits, params, out_ids); });
+  }
 
  private:
+  // Runs `op` now, or appends it to the graph being captured.
+  void dispatch(std::function<void()> op);
+
+  void embedding_now(const Tensor& ids, const Tensor& table, const Tensor& out);
+  void rms_norm_now(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
+  void add_rms_norm_now(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
+  void linear_now(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
+  void head_rms_norm_now(const Tensor& x, const Tensor& weight, float eps);
+  void rope_and_cache_write_now(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+                                const Tensor& slot_mapping, const Tensor& rope_cos_sin, const KvCacheLayer& cache);
+  void attention_now(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,
+                     const Tensor& out);
+  void silu_mul_now(const Tensor& gate, const Tensor& up, const Tensor& out);
+  void gather_rows_now(const Tensor& x, const Tensor& indices, const Tensor& out);
+  void sample_now(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids);
+
   ThreadPool pool_;
+  PaddingContract contract_;  // the defaults of DESIGN.md: the CPU attention needs nothing more
+  std::vector<std::function<void()>>* recording_ = nullptr;
+  std::unique_ptr<std::vector<std::function<void()>>> capture_;
 };
 
 }  // namespace fg

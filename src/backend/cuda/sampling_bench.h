@@ -1,0 +1,13 @@
+// backend/cuda/sampling_bench.h — throughput benchmark of the GPU sampler (backend/cuda/sampling.h)
+// at the Llama-3 vocabulary (128256 tokens): rows 1, 8, 64 and 256, for greedy rows and for
+// sampled rows (temperature with top-k + top-p, top-p alone, temperature alone). Times each launch
+// with CUDA events and prints the median per configuration.
+#pragma once
+
+namespace fg::cuda {
+
+// Prints a table to stdout; returns 0 on success, non-zero when a CUDA call failed (the error is
+// printed). Needs a GPU with ~1 GiB free.
+int run_sampling_benchmark();
+
+}  // namespace fg::cuda

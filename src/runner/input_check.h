@@ -1,0 +1,25 @@
+// runner/input_check.h — checked mode (--check-graph-inputs): the staged host metadata of a step
+// validated against the attention backend's contract before every replay (DESIGN.md point 6).
+// A violation stops the step with the field, the index, the value and the value expected.
+#pragma once
+
+#include <cstdint>
+
+#include "attention/attention_contract.h"
+#include "runner/step_layout.h"
+
+namespace fg {
+
+struct InputCheckLimits {
+  int64_t vocab_size = 0;
+  int64_t max_positions = 0;  // positions must be < this (the RoPE table)
+  int64_t num_blocks = 0;     // of the KV cache, block 0 included
+  int64_t block_size = 0;
+};
+
+// `base` is the staging memory of a step laid out by `layout`, holding `num_tokens` real tokens
+// over `num_reqs` real requests. Throws fg::Error on the first violation.
+void check_step_inputs(const StepLayout& layout, const void* base, int64_t num_tokens, int64_t num_reqs,
+                       bool uniform_decode, const PaddingContract& contract, const InputCheckLimits& limits);
+
+}  // namespace fg

@@ -1,0 +1,107 @@
+// runner/model_runner.h — runs engine steps: stages each step's inputs into persistent buffers
+// (padded per the attention backend's contract), ships them with one host-to-device copy, and
+// replays the graph of the smallest bucket that holds the step, or runs it eagerly when no graph
+// can (DESIGN.md, "The core contract"). Sampling runs inside the graph: only the sampled ids come
+// back to the host.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "model/llama_model.h"
+#include "runner/buckets.h"
+#include "runner/input_check.h"
+#include "runner/step_layout.h"
+#include "runner/step_staging.h"
+
+namespace fg {
+
+struct RunnerOptions {
+  int64_t max_num_tokens = 512;  // token budget of one step; the model's activations hold this many
+  int64_t max_num_seqs = 256;    // requests in one step
+  std::vector<int64_t> capture_sizes;  // empty: default_capture_sizes(max_num_tokens)
+  bool enforce_eager = false;
+  bool check_graph_inputs = false;
+  bool prefer_uniform_decode = true;  // uniform-decode batches use their own buckets when there are
+};
+
+struct StepResult {
+  std::vector<int32_t> sampled;  // one id per scheduled request
+  bool replayed = false;         // a graph replay, or eager
+  Bucket bucket;                 // the padded shape it ran with (eager: the real shape)
+};
+
+struct RunnerStats {
+  int64_t graph_steps = 0;
+  int64_t eager_steps = 0;
+  size_t graphs = 0;
+  double capture_seconds = 0.0;
+  size_t graph_memory_bytes = 0;
+};
+
+class ModelRunner {
+ public:
+  // `log` receives one line per noteworthy event (capture summary, the first eager step of each
+  // kind and why); by default lines go to stderr.
+  ModelRunner(LlamaModel& model, const KvCache& kv, RunnerOptions options,
+              std::function<void(const std::string&)> log = {});
+
+  // Captures every bucket the attention backend's graph support allows, largest first.
+  void capture_graphs(bool show_progress = false);
+
+  // One step: graph replay when a captured bucket holds it, eager otherwise.
+  StepResult execute(const std::vector<ScheduledRequest>& requests);
+  // The same step unpadded, launch by launch with the real sizes: the reference for graph == eager.
+  StepResult execute_eager(const std::vector<ScheduledRequest>& requests);
+
+  const RunnerStats& stats() const { return stats_; }
+  const BucketTable& buckets() const { return buckets_; }
+  int64_t max_blocks_per_seq() const { return max_blocks_per_seq_; }
+
+  // Overwrites the host staging and device step arena with 0xFF bytes, so that a field a step
+  // forgot to write reads as -1 / NaN (tests call it before steps).
+  void poison_step_buffers();
+
+  // For tests that must show what a wrong fill does: called on the staged host memory of a graph
+  // step after the contract's padding was written, before checked mode and the copy.
+  void set_staging_hook(std::function<void(const StepLayout&, void* staging)> hook) { staging_hook_ = std::move(hook); }
+
+ private:
+  struct Captured {
+    StepLayout layout;
+    std::unique_ptr<Graph> graph;
+  };
+
+  // Stages `requests` with `layout`, checks them when asked, copies them to the device arena.
+  void upload(const std::vector<ScheduledRequest>& requests, const StepLayout& layout, bool padded_graph_step);
+  // The ops of one step over the arena laid out by `layout`: forward + sampling.
+  void enqueue_step(const StepLayout& layout);
+  std::vector<int32_t> read_sampled(int64_t num_reqs);
+  // Why a step cannot replay a graph, or "" when it can (sets *bucket).
+  std::string graph_refusal(const StepShape& shape, Bucket* bucket) const;
+  void log_once(const std::string& reason);
+
+  LlamaModel& model_;
+  Backend& backend_;
+  const KvCache& kv_;
+  RunnerOptions options_;
+  std::function<void(const std::string&)> log_;
+  BucketTable buckets_;
+  int64_t max_blocks_per_seq_;
+  InputCheckLimits limits_;
+
+  Allocation staging_;  // host (pinned on GPUs): the largest layout's bytes
+  Allocation arena_;    // device: the same bytes; every layout starts at its base
+  Allocation sampled_;  // I32 [max_num_seqs] sampled ids
+  std::map<std::tuple<int64_t, int64_t, bool>, Captured> graphs_;
+  std::set<std::string> logged_;
+  std::function<void(const StepLayout&, void*)> staging_hook_;
+  RunnerStats stats_;
+};
+
+}  // namespace fg
