@@ -92,7 +92,9 @@ TEST_P(RunnerFixture, UniformDecodeGraphEqualsEagerAtEveryBatchSize) {
     for (int64_t r = 0; r < batch; ++r) chunks.push_back(requests[r].chunk(1, *pool_, kBlockSize));
     StepResult result = expect_graph_equals_eager(chunks, "decode batch " + std::to_string(batch));
     EXPECT_EQ(result.replayed, batch <= 32) << batch;
-    if (batch <= 32) EXPECT_TRUE(result.bucket.uniform_decode);
+    if (batch <= 32) {
+      EXPECT_TRUE(result.bucket.uniform_decode);
+    }
   }
   EXPECT_EQ(runner_->stats().graph_steps, 32);
 }
