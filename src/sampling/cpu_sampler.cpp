@@ -43,8 +43,10 @@ uint64_t raw_mass(const float* logits, int64_t vocab, float logit_max) {
 
 RowSampleDetail sample_row_cpu(const float* logits, int64_t vocab, const SamplingParams& p, bool want_logprob) {
   RowSampleDetail d;
-  const auto [greedy, logit_max] = greedy_argmax(logits, vocab);
-  d.greedy = static_cast<int32_t>(greedy);
+  // Not a structured binding: clang 14 (the fuzz build) cannot capture those in a lambda.
+  const std::pair<int64_t, float> argmax = greedy_argmax(logits, vocab);
+  const float logit_max = argmax.second;
+  d.greedy = static_cast<int32_t>(argmax.first);
   d.logit_max = logit_max;
   d.token = d.greedy;
   auto finish = [&]() {
