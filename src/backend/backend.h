@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "attention/attention_contract.h"
 #include "core/tensor.h"
@@ -39,6 +40,9 @@ struct AttentionMetadata {
   Tensor query_start_loc;  // I32 [num_reqs + 1]; request r owns query tokens [qsl[r], qsl[r+1])
   Tensor seq_lens;         // I32 [num_reqs]; context length of r after this step's tokens
   Tensor block_table;      // I32 [num_reqs, max_blocks_per_seq]; KV blocks of r in order
+  // Host-side, from the step's bucket (so frozen with a graph like any shape): > 0 when every
+  // real request runs exactly this many query tokens (uniform decode: 1), 0 for a mixed batch.
+  int64_t uniform_query_len = 0;
 };
 
 // A recorded sequence of ops, replayed as recorded: same buffers, same (padded) shapes; only the
@@ -74,6 +78,10 @@ class Backend {
   virtual bool supports_graphs() const { return false; }
   virtual void begin_capture() { fail("the {} backend cannot capture graphs", name()); }
   virtual std::unique_ptr<Graph> end_capture() { fail("the {} backend cannot capture graphs", name()); }
+  // The token counts graphs are captured for. A backend whose kernels pick an algorithm by row
+  // count (cuBLASLt) must use, for n rows, the one of the smallest size >= n, so that an eager
+  // run of n rows computes each row as the graph that holds n does (DESIGN.md point 7).
+  virtual void set_capture_sizes(const std::vector<int64_t>& sizes) { (void)sizes; }
   // Bytes of device memory held by captured graphs themselves (0 where they hold none).
   virtual size_t graph_memory_bytes() const { return 0; }
 

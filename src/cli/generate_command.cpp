@@ -1,5 +1,6 @@
 // cli/generate_command.cpp — `fullgraph generate`: loads a model (or the built-in default), runs
-// the prompt ids through the CPU backend, prints the generated ids and optionally dumps logits.
+// the prompt ids through the CPU backend or (--device cuda) the CUDA backend, prints the generated
+// ids and optionally dumps logits.
 #include "cli/generate_command.h"
 
 #include <fmt/format.h>
@@ -7,6 +8,7 @@
 #include <chrono>
 #include <memory>
 
+#include "backend/backend_factory.h"
 #include "backend/cpu/cpu_backend.h"
 #include "engine/greedy_generator.h"
 #include "model/model_loader.h"
@@ -25,11 +27,22 @@ struct GenerateOptions {
   int64_t block_size = 16;
   int threads = 0;
   bool rope_bf16 = false;
+  std::string device = "cpu";
+  std::string attention = "auto";
 };
 
-void run_generate(const GenerateOptions& o) {
+std::unique_ptr<Backend> make_backend(const GenerateOptions& o, const GpuBackendFactory& gpu) {
+  if (o.device == "cpu") return std::make_unique<CpuBackend>(o.threads);
+  FG_CHECK(o.device == "cuda", "unknown --device '{}' (expected cpu or cuda)", o.device);
+  FG_CHECK(gpu.available(),
+           "--device cuda: this build has no CUDA backend (nvcc was not found when it was configured)");
+  return gpu.create(0);
+}
+
+void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   const std::vector<int32_t> prompt = parse_token_ids(o.prompt_ids);
-  CpuBackend backend(o.threads);
+  std::unique_ptr<Backend> backend_ptr = make_backend(o, gpu);
+  Backend& backend = *backend_ptr;
   LoadOptions load_options;
   load_options.format = parse_load_format(o.load_format);
   load_options.round_rope_inv_freq_to_bf16 = o.rope_bf16;
@@ -43,6 +56,20 @@ void run_generate(const GenerateOptions& o) {
   const int64_t T = static_cast<int64_t>(prompt.size());
   const bool keep_logits = !o.dump_logits.empty();
   const int64_t blocks = (T + o.max_tokens + o.block_size - 1) / o.block_size + 1;
+  std::string attention_name;  // the GPU attention chosen
+  if (backend.device() == Device::kCuda) {
+    // One request: steps of at most the prompt, a context of at most prompt + new tokens.
+    GpuAttentionSpec spec;
+    spec.name = o.attention;
+    spec.max_tokens = T;
+    spec.max_reqs = 1;
+    spec.max_context = T + o.max_tokens;
+    spec.num_heads = config.num_heads;
+    spec.num_kv_heads = config.num_kv_heads;
+    spec.head_dim = config.head_dim;
+    spec.block_size = o.block_size;
+    attention_name = gpu.set_attention(backend, spec);
+  }
   LlamaModel model(config, std::move(loaded.weights), backend, T, keep_logits ? T : 1);
   KvCache kv = allocate_kv_cache(backend, config, blocks, o.block_size, backend.activation_dtype());
 
@@ -51,8 +78,11 @@ void run_generate(const GenerateOptions& o) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   fmt::print("{}\n", fmt::join(result.generated, ","));
-  fmt::print(stderr, "fullgraph: {} ({} backend, {} threads): {} prompt tokens, {} generated in {:.1f} ms\n",
-             loaded.source, backend.name(), backend.num_threads(), T, result.generated.size(), seconds * 1e3);
+  const std::string where = backend.device() == Device::kHost
+                                ? fmt::format("{} threads", static_cast<CpuBackend&>(backend).num_threads())
+                                : fmt::format("{} attention", attention_name);
+  fmt::print(stderr, "fullgraph: {} ({} backend, {}): {} prompt tokens, {} generated in {:.1f} ms\n", loaded.source,
+             backend.name(), where, T, result.generated.size(), seconds * 1e3);
 
   if (keep_logits) {
     const int64_t V = config.vocab_size, N = static_cast<int64_t>(result.generated.size());
@@ -91,7 +121,7 @@ std::vector<int32_t> parse_token_ids(const std::string& text) {
   return ids;
 }
 
-void add_generate_command(CLI::App& app) {
+void add_generate_command(CLI::App& app, GpuBackendFactory gpu) {
   auto options = std::make_shared<GenerateOptions>();
   CLI::App* cmd = app.add_subcommand("generate", "Generate tokens greedily from a prompt of token ids");
   cmd->add_option("--model", options->model_dir,
@@ -108,7 +138,12 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--rope-inv-freq-bf16", options->rope_bf16,
                "Round RoPE inverse frequencies to bf16, as a transformers model cast with .to(torch.bfloat16) does");
   cmd->add_option("--threads", options->threads, "CPU threads (0 = all hardware threads)")->capture_default_str();
-  cmd->callback([options] { run_generate(*options); });
+  cmd->add_option("--device", options->device, "cpu | cuda (the CUDA backend, eager)")->capture_default_str();
+  cmd->add_option("--attention", options->attention,
+                  "GPU attention: auto (flash where it supports the model, else reference) | flash | split_kv | "
+                  "reference")
+      ->capture_default_str();
+  cmd->callback([options, gpu] { run_generate(*options, gpu); });
 }
 
 }  // namespace fg::cli

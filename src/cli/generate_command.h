@@ -3,10 +3,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include "backend/backend_factory.h"
+
 namespace fg::cli {
 
-// Adds the subcommand to `app`; it runs from the callback when selected.
-void add_generate_command(CLI::App& app);
+// Adds the subcommand to `app`; it runs from the callback when selected. `gpu` serves
+// --device cuda (empty in a build without CUDA: see backend_factory.h).
+void add_generate_command(CLI::App& app, GpuBackendFactory gpu = {});
 
 // Parses "1,2,3" into token ids; errors name the offending item.
 std::vector<int32_t> parse_token_ids(const std::string& text);

@@ -2,11 +2,14 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/bench_latency_command.h"
 #include "cli/generate_command.h"
 #include "core/error.h"
 
 #ifdef FULLGRAPH_HAVE_CUDA
+#include "backend/backend_factory.h"
 #include "backend/cuda/device_info.h"
+#include "backend/cuda/kernel_bench.h"
 #endif
 
 namespace {
@@ -27,12 +30,38 @@ void add_info_command(CLI::App& app) {
   });
 }
 
+#ifdef FULLGRAPH_HAVE_CUDA
+// `fullgraph bench kernels` (backend/cuda/kernel_bench.h), under a `bench` command shared with
+// other benchmarks.
+void add_bench_kernels_command(CLI::App& app) {
+  auto found = app.get_subcommands([](CLI::App* c) { return c->get_name() == "bench"; });
+  CLI::App* bench = found.empty() ? app.add_subcommand("bench", "Benchmarks") : found.front();
+  bench->require_subcommand(1);
+  CLI::App* cmd = bench->add_subcommand("kernels", "Copy bandwidth, decode matmuls and the eager decode step on GPU 0");
+  auto json = std::make_shared<std::string>("bench_kernels.json");
+  auto attention = std::make_shared<std::string>("flash");
+  cmd->add_option("--json", *json, "Write the numbers to this JSON file (empty: don't)")->capture_default_str();
+  cmd->add_option("--attention", *attention, "GPU attention for the decode steps: flash | split_kv | reference")
+      ->capture_default_str();
+  cmd->callback([json, attention] {
+    if (const int rc = fg::cuda::run_kernel_benchmarks(*json, *attention); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"fullgraph — a Llama-family inference engine in C++/CUDA"};
   app.require_subcommand(1);
-  fg::cli::add_generate_command(app);
+#ifdef FULLGRAPH_HAVE_CUDA
+  const fg::GpuBackendFactory gpu = fg::cuda_backend_factory();
+  add_bench_kernels_command(app);
+#else
+  const fg::GpuBackendFactory gpu;
+#endif
+  fg::cli::add_generate_command(app, gpu);
+  fg::cli::add_bench_latency_command(app, gpu);
   add_info_command(app);
   try {
     app.parse(argc, argv);

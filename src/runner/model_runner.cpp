@@ -27,6 +27,7 @@ ModelRunner::ModelRunner(LlamaModel& model, const KvCache& kv, RunnerOptions opt
   for (int64_t s : buckets_.capture_sizes())
     FG_CHECK(s <= options_.max_num_tokens, "runner: capture size {} exceeds the token budget {}", s,
              options_.max_num_tokens);
+  backend_.set_capture_sizes(buckets_.capture_sizes());
   max_blocks_per_seq_ = (c.max_position_embeddings + kv.block_size - 1) / kv.block_size;
   limits_ = {c.vocab_size, c.max_position_embeddings, kv.num_blocks, kv.block_size};
 
@@ -61,8 +62,9 @@ void ModelRunner::upload(const std::vector<ScheduledRequest>& requests, const St
   backend_.copy_from_host(arena_.tensor.rows(0, static_cast<int64_t>(layout.total_bytes / 4)), staging);
 }
 
-void ModelRunner::enqueue_step(const StepLayout& layout) {
-  const StepInputs inputs = layout.inputs(arena_.tensor.data, backend_.device());
+void ModelRunner::enqueue_step(const StepLayout& layout, int64_t uniform_query_len) {
+  StepInputs inputs = layout.inputs(arena_.tensor.data, backend_.device());
+  inputs.attention.uniform_query_len = uniform_query_len;
   const Tensor logits = model_.forward(inputs, kv_);
   backend_.sample(logits, layout.sampling(arena_.tensor.data, backend_.device()),
                   sampled_.tensor.rows(0, layout.num_reqs));
@@ -119,7 +121,7 @@ StepResult ModelRunner::execute_eager(const std::vector<ScheduledRequest>& reque
            shape.num_reqs, options_.max_num_tokens, options_.max_num_seqs);
   const StepLayout layout = StepLayout::make(shape.num_tokens, shape.num_reqs, max_blocks_per_seq_);
   upload(requests, layout, /*padded_graph_step=*/false);
-  enqueue_step(layout);
+  enqueue_step(layout, shape.uniform_decode ? 1 : 0);
   ++stats_.eager_steps;
   return {read_sampled(shape.num_reqs), false, Bucket{shape.num_tokens, shape.num_reqs, shape.uniform_decode}};
 }
@@ -141,11 +143,12 @@ void ModelRunner::capture_graphs(bool show_progress) {
     Captured captured{StepLayout::make(b.num_tokens, b.num_reqs, max_blocks_per_seq_), nullptr};
     // Warm-up: one eager run of the bucket over an all-padding step (it writes no KV), so that
     // lazily loaded kernels and library handles exist before capture.
+    const int64_t uniform_query_len = b.uniform_decode ? 1 : 0;
     upload({}, captured.layout, false);
-    enqueue_step(captured.layout);
+    enqueue_step(captured.layout, uniform_query_len);
     backend_.synchronize();
     backend_.begin_capture();
-    enqueue_step(captured.layout);
+    enqueue_step(captured.layout, uniform_query_len);
     captured.graph = backend_.end_capture();
     graphs_[{b.num_tokens, b.num_reqs, b.uniform_decode}] = std::move(captured);
     if (show_progress) {

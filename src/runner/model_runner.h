@@ -79,8 +79,9 @@ class ModelRunner {
 
   // Stages `requests` with `layout`, checks them when asked, copies them to the device arena.
   void upload(const std::vector<ScheduledRequest>& requests, const StepLayout& layout, bool padded_graph_step);
-  // The ops of one step over the arena laid out by `layout`: forward + sampling.
-  void enqueue_step(const StepLayout& layout);
+  // The ops of one step over the arena laid out by `layout`: forward + sampling. uniform_query_len
+  // as in AttentionMetadata.
+  void enqueue_step(const StepLayout& layout, int64_t uniform_query_len);
   std::vector<int32_t> read_sampled(int64_t num_reqs);
   // Why a step cannot replay a graph, or "" when it can (sets *bucket).
   std::string graph_refusal(const StepShape& shape, Bucket* bucket) const;

@@ -1,0 +1,51 @@
+// attention/cuda/attention_backend.h — the interface of the GPU attention backends (`flash`,
+// `split_kv`): paged causal attention over a step's metadata, with a declared padding contract
+// and graph-support level.
+//
+// run() enqueues on `stream` and never synchronises, allocates or reads host memory: every
+// per-step value comes from the device tensors of AttentionMetadata, and its launch parameters
+// depend only on tensor shapes (the padded shapes under graph capture). Workspaces are allocated
+// once, at construction, for the largest shapes the backend will see.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+#include "attention/attention_contract.h"
+#include "backend/backend.h"
+
+namespace fg {
+
+// The largest step an attention backend must serve; sizes its workspaces.
+struct AttentionLimits {
+  int64_t max_tokens = 0;          // rows of q in one step
+  int64_t max_reqs = 0;            // requests in one step
+  int64_t max_context = 0;         // longest seq_len
+  int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, block_size = 0;
+};
+
+class AttentionBackend {
+ public:
+  virtual ~AttentionBackend() = default;
+  virtual std::string name() const = 0;
+  virtual GraphSupport graph_support() const = 0;
+  virtual const PaddingContract& contract() const = 0;
+  // One line for logs and benchmark tables: kernel, tile shapes, scheduling, split policy,
+  // workspace. Defaults to the name for backends that have nothing more to say.
+  virtual std::string describe() const { return name(); }
+
+  // q [n, nh * hd] BF16, cache k/v [num_blocks, block_size, nkv, hd] BF16, out [n, nh * hd] BF16.
+  // Semantics as Backend::attention: query token j of a request with n_q query tokens and context
+  // L attends to context positions [0, L - n_q + j]; rows owned by no request are not written.
+  virtual void run(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,
+                   const Tensor& out, cudaStream_t stream) = 0;
+};
+
+// Factories; "flash" (graph support: always) and "split_kv" (uniform_decode).
+std::unique_ptr<AttentionBackend> make_flash_attention(const AttentionLimits& limits);
+std::unique_ptr<AttentionBackend> make_split_kv_attention(const AttentionLimits& limits);
+std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& name, const AttentionLimits& limits);
+
+}  // namespace fg

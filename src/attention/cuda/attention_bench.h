@@ -1,0 +1,25 @@
+// attention/cuda/attention_bench.h — `fullgraph bench attention`: paged decode attention bandwidth
+// and causal prefill attention throughput of the GPU attention backends, on the Llama-3.1-8B
+// attention shape (32 query heads, 8 KV heads, head dim 128, KV block 16). bench/attention_peer.py
+// measures PyTorch's FlashAttention on the same shapes and prints the same table.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace fg {
+
+// Runs every case, prints a table and, when json_out is not empty, writes the numbers there.
+// Returns 0 on success (errors raise fg::Error). Needs a GPU with ~10 GiB free.
+int run_attention_benchmarks(const std::string& json_out);
+
+namespace attn {
+// Fills n bf16 values at p with deterministic pseudo-random values, uniform in [-scale, scale)
+// (never all zeros: zeros hide unwritten outputs and can run faster than real data).
+void fill_random_bf16(void* p, size_t n, uint64_t seed, float scale, cudaStream_t stream);
+}  // namespace attn
+
+}  // namespace fg

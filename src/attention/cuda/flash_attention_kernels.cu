@@ -1,0 +1,276 @@
+// attention/cuda/flash_attention_kernels.cu — the `flash` kernel: variable-length paged causal
+// attention for mixed prefill + decode batches on the tensor cores (mma.sync m16n8k16, bf16
+// operands, fp32 accumulation and fp32 online softmax), and its launcher.
+//
+// Work decomposition. The query heads of one GQA group are packed into the M dimension: for KV
+// head h, request r owns n_q(r) * G packed rows (row m = token m / G of its chunk, query head
+// h * G + m % G), cut into 64-row query tiles, so every KV tile a CTA loads serves the whole group
+// (a decode request's G heads share one read of its KV). Tiles are numbered by a prefix sum of
+// the per-request tile counts ceil(n_q * G / 64) in request order. The grid is (ceil(n * G / 64) +
+// num_reqs, nkv): an upper bound computed from the shapes only, so it is frozen under capture;
+// each CTA ranks its tile index against the prefix sums (computed by the CTA itself from
+// query_start_loc, no workspace, no pre-kernel) and CTAs past the last tile exit.
+//
+// Why the contract needs non-decreasing query_start_loc: the rank of tile t is the number of
+// requests whose prefix-sum end is <= t — the answer a bisection over the prefix sums gives, and
+// only a search when the ends are non-decreasing. A decreasing entry (the seed's -1 padding)
+// makes the ends drop: tiles of real requests past the drop are ranked into a padded request,
+// fail the ownership check and are never computed, so their output rows keep whatever they held.
+// The kernel stays memory-safe on such input (it never writes rows it does not own) but is wrong.
+//
+// Per CTA: 4 warps, each owning 16 packed query rows; KV tiles of 64 positions are gathered
+// through block_table into a 2-stage cp.async pipeline; S = Q K^T and O += P V run per warp with
+// Q held in registers; the online softmax is in fp32 in the log2 domain; O is staged through
+// shared memory and written as bf16 with 16-byte stores. Each request's arithmetic depends only on
+// its own metadata (its tiles never mix with another request's), so a row's result is
+// bit-identical in any batch and under any padding.
+#include "attention/cuda/flash_attention_kernels.h"
+#include "attention/cuda/flash_attention_mma.h"
+#include "backend/cuda/cuda_check.h"
+
+namespace fg::attn {
+namespace {
+
+constexpr int kWarps = kFlashThreads / 32;
+constexpr int kStages = 2;
+constexpr int kBM = kFlashTileM;
+constexpr int kBN = kFlashTileN;
+
+// Q [64][HD], then K [kStages][64][HD], then V [kStages][64][HD], all bf16 and swizzled.
+template <int HD>
+constexpr int flash_smem_bytes() {
+  return (kBM + 2 * kStages * kBN) * HD * 2;
+}
+
+// Tile count of a request with `num_query` tokens. No clamp: C++ division truncates, so a negative
+// num_query (a decreasing query_start_loc) gives a count <= 0 and the prefix sum goes down.
+__device__ __forceinline__ int tiles_of(int num_query, int group) {
+  return (num_query * group + kBM - 1) / kBM;
+}
+
+struct TileAssignment {
+  int req;    // request index
+  int start;  // its first tile in the prefix-sum numbering
+  int count;  // its tile count
+};
+
+// Finds the request owning tile t: rank = #{r < num_reqs : end(r) <= t}, end(r) the inclusive
+// prefix sum of tile counts, scanned 128 requests at a time by the whole CTA. The thread whose
+// request index equals the running rank after its chunk records that request's (start, count);
+// the assignment holds only if the final rank's record exists and its range contains t. Must be
+// called by every thread of the CTA (it synchronizes).
+__device__ bool locate_tile(const int* __restrict__ qsl, int num_reqs, int group, int t, TileAssignment& out) {
+  __shared__ int s_warp_sum[kWarps];
+  __shared__ int s_found[3];  // request, start, count
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (tid == 0) s_found[0] = -1;
+  int running = 0, rank = 0;
+  for (int base = 0; base < num_reqs; base += kFlashThreads) {
+    const int i = base + tid;
+    const int count = i < num_reqs ? tiles_of(qsl[i + 1] - qsl[i], group) : 0;
+    int incl = count;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int y = __shfl_up_sync(kFullMask, incl, o);
+      if (lane >= o) incl += y;
+    }
+    if (lane == 31) s_warp_sum[warp] = incl;
+    __syncthreads();
+    int before = running;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const int v = s_warp_sum[w];
+      if (w < warp) before += v;
+      running += v;
+    }
+    const int end = before + incl;
+    // Also the barrier that keeps s_warp_sum from being overwritten while another warp reads it.
+    rank += __syncthreads_count(i < num_reqs && end <= t);
+    if (i == rank && i < num_reqs) {
+      s_found[0] = i;
+      s_found[1] = end - count;
+      s_found[2] = count;
+    }
+  }
+  __syncthreads();
+  out = {s_found[0], s_found[1], s_found[2]};
+  return out.req == rank && rank < num_reqs && out.count > 0 && t >= out.start && t < out.start + out.count;
+}
+
+template <int HD>
+__global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const FlashParams p) {
+  constexpr int kChunks = HD / 8;                   // 16-byte chunks per row
+  constexpr int kQRowsPerPass = kFlashThreads / kChunks;
+  constexpr uint32_t kStageBytes = kBN * HD * 2;
+  constexpr int kS = kBN / 8;                       // 8-column score tiles per warp and KV tile
+  extern __shared__ __align__(128) unsigned char smem[];
+
+  const int group = p.num_heads / p.num_kv_heads;
+  const int kv_head = blockIdx.y;
+  TileAssignment a;
+  if (!locate_tile(p.query_start_loc, p.num_reqs, group, static_cast<int>(blockIdx.x), a)) return;
+
+  const int req = a.req;
+  const int q_begin = p.query_start_loc[req];
+  const int num_query = p.query_start_loc[req + 1] - q_begin;
+  const int rows = num_query * group;
+  // Latest query tile first: it has the longest KV walk, and CTAs start roughly in index order.
+  const int tile = a.count - 1 - (static_cast<int>(blockIdx.x) - a.start);
+  const int m0 = tile * kBM;
+  const int valid_rows = min(kBM, rows - m0);
+  const int ctx = min(p.seq_lens[req], p.max_blocks * p.block_size);  // never past the table row
+  const int before = ctx - num_query;  // context positions before this step's chunk
+  // Packed row m is token m / group of the chunk and sees positions [0, before + m / group].
+  const int last_h = before + (m0 + valid_rows - 1) / group + 1;
+  const int num_kv_tiles = last_h > 0 ? (last_h + kBN - 1) / kBN : 0;
+
+  const uint32_t sq = smem_addr(smem);
+  const uint32_t sk0 = sq + kBM * HD * 2;
+  const uint32_t sv0 = sk0 + kStages * kStageBytes;
+  const __nv_bfloat16* q = static_cast<const __nv_bfloat16*>(p.q);
+
+  // Query tile (group 0 of the pipeline, with KV tile 0); rows past the request are zero-filled.
+  {
+    const int chunk = threadIdx.x % kChunks;
+#pragma unroll
+    for (int i = 0; i < kBM / kQRowsPerPass; ++i) {
+      const int row = static_cast<int>(threadIdx.x) / kChunks + i * kQRowsPerPass;
+      const int m = m0 + row;
+      const int token = q_begin + m / group;
+      const int head = kv_head * group + m % group;
+      const bool valid = row < valid_rows && token >= 0 && token < p.num_tokens;
+      const int64_t offset = valid ? (static_cast<int64_t>(token) * p.num_heads + head) * HD + chunk * 8 : 0;
+      cp_async_16(sq + swizzle<HD>(row, chunk), q + offset, valid);
+    }
+  }
+  PagedKvLoader<HD, kBN, kFlashThreads> kv;
+  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), kv_head,
+          p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks, p.block_size, p.block_magic);
+  if (num_kv_tiles > 0) {
+    kv.fetch_blocks(0, ctx);
+    kv.issue(0, ctx, sk0, sv0);
+  }
+  cp_async_commit();
+  if (num_kv_tiles > 1) kv.fetch_blocks(kBN, ctx);
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+  const int warp_row0 = warp * 16;
+  const bool warp_active = warp_row0 < valid_rows;
+  const int warp_first_h = before + (m0 + warp_row0) / group + 1;
+  const int warp_last_h = warp_active ? before + (m0 + min(warp_row0 + 15, valid_rows - 1)) / group + 1 : 0;
+  // Causal horizons of this thread's rows g and g + 8; rows past the request take the tile's last
+  // horizon (finite values, never stored).
+  int horizon[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = warp_row0 + g + 8 * r;
+    horizon[r] = row < valid_rows ? before + (m0 + row) / group + 1 : last_h;
+  }
+
+  uint32_t qa[HD / 16][4];
+  float o[HD / 8][4];
+#pragma unroll
+  for (int d = 0; d < HD / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+
+  for (int j = 0; j < num_kv_tiles; ++j) {
+    const int stage = j & 1;
+    // Stage j ^ 1 was last read in iteration j - 1, which ended with a barrier.
+    if (j + 1 < num_kv_tiles) kv.issue((j + 1) * kBN, ctx, sk0 + (stage ^ 1) * kStageBytes, sv0 + (stage ^ 1) * kStageBytes);
+    cp_async_commit();
+    if (j + 2 < num_kv_tiles) kv.fetch_blocks((j + 2) * kBN, ctx);
+    cp_async_wait<1>();  // this thread's copies of tile j (and of Q) have landed ...
+    __syncthreads();     // ... and everyone else's
+    if (j == 0 && warp_active) load_q_fragments<HD>(qa, sq, warp_row0, lane);
+    const int kv_base = j * kBN;
+    // A tile entirely past the warp's last horizon is fully masked for all its rows: skipping it
+    // is exactly a no-op (alpha = 1, p = 0), so the result does not depend on the skip.
+    if (warp_active && kv_base < warp_last_h) {
+      float s[kS][4];
+      qk_scores<HD, kS>(s, qa, sk0 + stage * kStageBytes, 0, lane);
+      const bool need_mask = kv_base + kBN > warp_first_h;
+#pragma unroll
+      for (int n = 0; n < kS; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          s[n][e] *= p.scale_log2;
+          if (need_mask && kv_base + n * 8 + 2 * tq + (e & 1) >= horizon[e >> 1]) s[n][e] = -INFINITY;
+        }
+      }
+      float alpha[2];
+      online_softmax_step<kS>(s, m_run, l_run, alpha);
+#pragma unroll
+      for (int d = 0; d < HD / 8; ++d) {
+        o[d][0] *= alpha[0];
+        o[d][1] *= alpha[0];
+        o[d][2] *= alpha[1];
+        o[d][3] *= alpha[1];
+      }
+      pv_accumulate<HD, kS>(o, s, sv0 + stage * kStageBytes, 0, lane);
+    }
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // every copy into the Q tile has landed before it is reused for O
+
+  if (!warp_active) return;
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l_run[r] += __shfl_xor_sync(kFullMask, l_run[r], 1);
+    l_run[r] += __shfl_xor_sync(kFullMask, l_run[r], 2);
+    inv[r] = l_run[r] > 0.0f ? 1.0f / l_run[r] : 0.0f;  // no visible key (invalid seq_lens): zeros
+  }
+  // Stage this warp's 16 rows of O as bf16 in its own rows of the Q tile (only this warp read them).
+  unsigned char* sq_bytes = smem;
+#pragma unroll
+  for (int d = 0; d < HD / 8; ++d) {
+    *reinterpret_cast<uint32_t*>(sq_bytes + swizzle<HD>(warp_row0 + g, d) + tq * 4) =
+        pack_bf16(o[d][0] * inv[0], o[d][1] * inv[0]);
+    *reinterpret_cast<uint32_t*>(sq_bytes + swizzle<HD>(warp_row0 + g + 8, d) + tq * 4) =
+        pack_bf16(o[d][2] * inv[1], o[d][3] * inv[1]);
+  }
+  __syncwarp();
+  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.out);
+#pragma unroll
+  for (int i = 0; i < 16 * kChunks / 32; ++i) {
+    const int idx = lane + 32 * i;
+    const int row = warp_row0 + idx / kChunks, chunk = idx % kChunks;
+    if (row >= valid_rows) continue;
+    const int m = m0 + row;
+    const int token = q_begin + m / group;
+    if (token < 0 || token >= p.num_tokens) continue;
+    const int head = kv_head * group + m % group;
+    *reinterpret_cast<uint4*>(out + (static_cast<int64_t>(token) * p.num_heads + head) * HD + chunk * 8) =
+        *reinterpret_cast<const uint4*>(sq_bytes + swizzle<HD>(row, chunk));
+  }
+}
+
+template <int HD>
+void launch(const FlashParams& p, cudaStream_t stream) {
+  const int group = p.num_heads / p.num_kv_heads;
+  const int64_t tiles = (static_cast<int64_t>(p.num_tokens) * group + kBM - 1) / kBM + p.num_reqs;
+  if (tiles == 0) return;  // an empty step (a shape, so the same decision eager and captured)
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(p.num_kv_heads));
+  flash_attention_kernel<HD><<<grid, kFlashThreads, flash_smem_bytes<HD>(), stream>>>(p);
+  FG_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void flash_attention_prepare() {
+  FG_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     flash_smem_bytes<64>()));
+  FG_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     flash_smem_bytes<128>()));
+}
+
+void launch_flash_attention(const FlashParams& params, cudaStream_t stream) {
+  switch (params.head_dim) {
+    case 64: launch<64>(params, stream); break;
+    case 128: launch<128>(params, stream); break;
+    default: FG_CUDA_CHECK(cudaErrorInvalidValue);  // refused at construction; never reached from the backend
+  }
+}
+
+}  // namespace fg::attn

@@ -1,0 +1,142 @@
+// attention/cuda/split_kv_attention.cpp — the `split_kv` attention backend (flash-decoding) for
+// uniform decode batches: each request's KV is split across CTAs and merged with an fp32
+// log-sum-exp combine in fixed split order. Graph support `uniform_decode`; the batches it cannot
+// capture (mixed prefill + decode) still run, eagerly, through an owned `flash` backend.
+//
+// Contract, in words (DESIGN.md point 4; kernels in split_kv_attention_kernels.cu):
+//   - AttentionMetadata::uniform_query_len 1..4 selects split-KV (every real request then has that
+//     query length); 0 (mixed) hands the batch to flash, whose contract then applies.
+//   - seq_lens of padded requests is 0 (the default fill): a padded request has no splits and
+//     writes nothing. The kernels read query_start_loc[r] and [r + 1] only for requests with
+//     seq_lens > 0, so they do not rely on the padded tail of query_start_loc; the runner still pads
+//     it with the default (the last real offset) so that one padding serves every backend.
+//   - block_table rows of padded requests are 0 (never read); rows of q past the real tokens are
+//     not written; num_tokens must fit the workspace rows.
+//   - split count of a request: split_kv_plan(seq_len, max_splits) with max_splits = min(32,
+//     ceil(max_context / 256)) fixed at construction — a function of the request's own context
+//     length, never of the batch, so graph replays and unpadded eager runs agree bit for bit.
+// Launch parameters: split grid (max_splits, num_reqs, nkv * row_groups), combine grid (num_reqs,
+// num_heads), from shapes and construction constants only. The fp32 workspace of partial outputs
+// is allocated once here, from AttentionLimits; run() never syncs or allocates.
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numbers>
+
+#include "attention/cuda/attention_backend.h"
+#include "attention/cuda/flash_attention_checks.h"
+#include "attention/cuda/split_kv_attention_kernels.h"
+#include "backend/cuda/cuda_check.h"
+#include "core/error.h"
+
+namespace fg {
+
+namespace {
+
+PaddingContract split_kv_contract() {
+  PaddingContract c;  // DESIGN.md defaults: seq_lens 0, slots -1, table rows 0, ids/positions 0
+  c.extra_requirements = {
+      "batches whose metadata say uniform_query_len 1..4 run split-KV; any other batch (mixed prefill + "
+      "decode, eager only since graph support is uniform_decode) runs the flash backend, whose contract "
+      "then applies: query_start_loc non-decreasing",
+      "seq_lens of padded requests must be 0: a padded request then has no KV splits and writes nothing "
+      "(query_start_loc entries of padded requests are not relied on; pad them with the default anyway)",
+      "the KV split count of a request depends only on its seq_len and on max_splits fixed at construction "
+      "(min(32, ceil(max_context / 256))); a request longer than max_context is still correct but uses "
+      "longer chunks",
+      "q may have at most min(max_tokens, 4 * max_reqs) rows (the workspace rows)",
+  };
+  return c;
+}
+
+struct DeviceFree {
+  void operator()(void* p) const { cudaFree(p); }  // destructor path: nothing to report to
+};
+
+class SplitKvAttentionBackend final : public AttentionBackend {
+ public:
+  explicit SplitKvAttentionBackend(const AttentionLimits& limits) : limits_(limits), contract_(split_kv_contract()) {
+    attn::check_attention_limits("split_kv", limits_);
+    const int64_t wanted = (limits_.max_context + attn::kSplitKvMinChunk - 1) / attn::kSplitKvMinChunk;
+    max_splits_ = static_cast<int>(std::clamp<int64_t>(wanted, 1, attn::kSplitKvMaxSplits));
+    partial_rows_ = std::min(limits_.max_tokens, limits_.max_reqs * attn::kSplitKvMaxQueryLen);
+    const size_t rows = static_cast<size_t>(max_splits_) * partial_rows_ * limits_.num_heads;
+    void* out = nullptr;
+    void* lse = nullptr;
+    FG_CUDA_CHECK(cudaMalloc(&out, rows * limits_.head_dim * sizeof(float)));
+    partial_out_.reset(out);
+    FG_CUDA_CHECK(cudaMalloc(&lse, rows * sizeof(float)));
+    partial_lse_.reset(lse);
+    attn::split_kv_attention_prepare();
+    mixed_ = make_flash_attention(limits_);
+  }
+
+  std::string name() const override { return "split_kv"; }
+  GraphSupport graph_support() const override { return GraphSupport::kUniformDecode; }
+  const PaddingContract& contract() const override { return contract_; }
+
+  std::string describe() const override {
+    const double workspace_mib = static_cast<double>(max_splits_) * partial_rows_ * limits_.num_heads *
+                                 (limits_.head_dim + 1) * sizeof(float) / (1024.0 * 1024.0);
+    return fmt::format(
+        "split_kv: flash-decoding, q_len 1..{}, splits(L) = ceil(L / chunk), chunk = round_up(ceil(L / min({}, "
+        "ceil(L / {}))), {}); 16 packed rows (GQA group of {}) x 64 KV positions per tile, 4 warps x 16-position "
+        "slices, 3-stage cp.async, {} KiB smem/CTA (hd {}); grid ({}, num_reqs, {} x row groups) + combine; "
+        "workspace {:.1f} MiB",
+        attn::kSplitKvMaxQueryLen, max_splits_, attn::kSplitKvMinChunk, attn::kSplitKvTileN,
+        limits_.num_heads / limits_.num_kv_heads, attn::split_kv_smem_bytes(static_cast<int>(limits_.head_dim)) / 1024,
+        limits_.head_dim, max_splits_, limits_.num_kv_heads, workspace_mib);
+  }
+
+  void run(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale, const Tensor& out,
+           cudaStream_t stream) override {
+    if (meta.uniform_query_len < 1 || meta.uniform_query_len > attn::kSplitKvMaxQueryLen) {
+      mixed_->run(q, cache, meta, scale, out, stream);  // not a uniform decode batch
+      return;
+    }
+    const attn::RunShapes s = attn::check_attention_run("split_kv", limits_, q, cache, meta, out);
+    FG_CHECK(s.num_tokens <= partial_rows_,
+             "split_kv attention: {} query rows exceed the workspace's {} rows (4 per request, max_reqs {})",
+             s.num_tokens, partial_rows_, limits_.max_reqs);
+    attn::SplitKvParams p{};
+    p.q = q.data;
+    p.k_cache = cache.k.data;
+    p.v_cache = cache.v.data;
+    p.query_start_loc = meta.query_start_loc.as<const int>();
+    p.seq_lens = meta.seq_lens.as<const int>();
+    p.block_table = meta.block_table.as<const int>();
+    p.out = out.data;
+    p.partial_out = static_cast<float*>(partial_out_.get());
+    p.partial_lse = static_cast<float*>(partial_lse_.get());
+    p.num_tokens = s.num_tokens;
+    p.num_reqs = s.num_reqs;
+    p.num_heads = static_cast<int>(limits_.num_heads);
+    p.num_kv_heads = static_cast<int>(limits_.num_kv_heads);
+    p.head_dim = static_cast<int>(limits_.head_dim);
+    p.block_size = static_cast<int>(limits_.block_size);
+    p.max_blocks = s.max_blocks;
+    p.block_magic = attn::block_size_magic(limits_.block_size);
+    p.scale_log2 = scale * std::numbers::log2e_v<float>;
+    p.max_splits = max_splits_;
+    p.partial_rows = static_cast<int>(partial_rows_);
+    attn::launch_split_kv_attention(p, stream);
+  }
+
+ private:
+  AttentionLimits limits_;
+  PaddingContract contract_;
+  int max_splits_ = 1;
+  int64_t partial_rows_ = 0;
+  std::unique_ptr<void, DeviceFree> partial_out_;  // F32 [max_splits, partial_rows, num_heads, head_dim]
+  std::unique_ptr<void, DeviceFree> partial_lse_;  // F32 [max_splits, partial_rows, num_heads]
+  std::unique_ptr<AttentionBackend> mixed_;        // flash, for batches that are not uniform decode
+};
+
+}  // namespace
+
+std::unique_ptr<AttentionBackend> make_split_kv_attention(const AttentionLimits& limits) {
+  return std::make_unique<SplitKvAttentionBackend>(limits);
+}
+
+}  // namespace fg

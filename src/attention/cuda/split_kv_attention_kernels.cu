@@ -1,0 +1,293 @@
+// attention/cuda/split_kv_attention_kernels.cu — the `split_kv` kernels (flash-decoding for
+// uniform decode batches, query length 1..4) and their launcher.
+//
+// Kernel 1, split: CTA (split s, request r, KV head h x row group) walks positions
+// [s * chunk(L), min(L, (s + 1) * chunk(L))) of request r (split_kv_plan: a function of L and a
+// construction constant only). Its 16 packed rows are (token, query head of h's GQA group) pairs,
+// so a KV tile read from HBM serves the whole group. KV tiles of 64 positions are gathered through
+// block_table into a 3-stage cp.async pipeline; each warp takes a 16-position slice of every tile
+// with its own online softmax (bf16 mma.sync, fp32 accumulation), and at the end the 4 warps'
+// states are merged in shared memory in warp order. A request with a single split writes its bf16
+// output directly; otherwise the split writes its normalized fp32 partial output and log-sum-exp.
+// Kernel 2, combine: per (request, query head), weights 2^(lse_s - max) over the request's splits,
+// summed in split order. Both kernels exit for padded requests (seq_lens 0 or zero query tokens)
+// and for CTAs past the request's split count, so padded requests write nothing.
+#include "attention/cuda/flash_attention_mma.h"
+#include "attention/cuda/split_kv_attention_kernels.h"
+#include "backend/cuda/cuda_check.h"
+
+namespace fg::attn {
+namespace {
+
+constexpr int kBN = kSplitKvTileN;
+constexpr int kStages = 3;
+constexpr int kWarps = kSplitKvThreads / 32;
+constexpr int kRows = kSplitKvRowsPerCta;
+static_assert(kSplitKvMaxSplits <= 32, "the combine holds one split per lane");
+static_assert(kWarps * 16 == kBN, "each warp owns a 16-position slice of a KV tile");
+
+// What both kernels derive identically from a request's metadata.
+struct RequestView {
+  int q_begin, num_query, ctx;
+  SplitKvPlan plan;
+};
+
+// False for a request that does no work: padded (seq_lens 0, zero query tokens) or outside the
+// contract (more than kSplitKvMaxQueryLen query tokens; its rows are then not written).
+__device__ __forceinline__ bool view_request(const SplitKvParams& p, int req, RequestView& v) {
+  const int seq_len = p.seq_lens[req];
+  if (seq_len <= 0) return false;
+  v.q_begin = p.query_start_loc[req];
+  v.num_query = p.query_start_loc[req + 1] - v.q_begin;
+  if (v.num_query <= 0 || v.num_query > kSplitKvMaxQueryLen || v.q_begin < 0) return false;
+  v.ctx = min(seq_len, p.max_blocks * p.block_size);  // never past the table row
+  v.plan = split_kv_plan(v.ctx, p.max_splits);
+  return true;
+}
+
+// Q [16][HD] bf16, K [3][64][HD], V [3][64][HD]; after the walk the KV area holds the warps'
+// states for the merge: O [4][16][HD + 8] fp32 (8 floats of padding keep the float2 stores
+// conflict-free), then m [4][16] and l [4][16].
+template <int HD>
+__global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKvParams p, int row_groups) {
+  constexpr int kChunks = HD / 8;
+  constexpr uint32_t kStageBytes = kBN * HD * 2;
+  constexpr int kPitch = HD + 8;
+  extern __shared__ __align__(128) unsigned char smem[];
+
+  const int split = blockIdx.x, req = blockIdx.y;
+  const int kv_head = blockIdx.z / row_groups, m0 = (blockIdx.z % row_groups) * kRows;
+  RequestView v;
+  if (!view_request(p, req, v) || split >= v.plan.num_splits) return;
+  const int group = p.num_heads / p.num_kv_heads;
+  const int rows = v.num_query * group;
+  if (m0 >= rows) return;
+  const int valid_rows = min(kRows, rows - m0);
+  const int kv_begin = split * v.plan.chunk;
+  const int kv_end = min(v.ctx, kv_begin + v.plan.chunk);
+  const int num_tiles = (kv_end - kv_begin + kBN - 1) / kBN;
+  const int before = v.ctx - v.num_query;  // positions before this step's tokens
+  // Row m (token m / group) sees positions [0, before + m / group]; the last row sees the most.
+  const int last_h = before + (m0 + valid_rows - 1) / group + 1;
+  const int walk_end = min(kv_end, last_h);
+
+  const uint32_t sq = smem_addr(smem);
+  const uint32_t sk0 = sq + kRows * HD * 2;
+  const uint32_t sv0 = sk0 + kStages * kStageBytes;
+  {
+    const __nv_bfloat16* q = static_cast<const __nv_bfloat16*>(p.q);
+#pragma unroll
+    for (int i = 0; i < (kRows * kChunks + kSplitKvThreads - 1) / kSplitKvThreads; ++i) {
+      const int idx = threadIdx.x + i * kSplitKvThreads;
+      const int row = idx / kChunks, chunk = idx % kChunks;
+      if (row >= kRows) break;
+      const int m = m0 + row;
+      const int token = v.q_begin + m / group;
+      const int head = kv_head * group + m % group;
+      const bool valid = row < valid_rows && token < p.num_tokens;
+      const int64_t offset = valid ? (static_cast<int64_t>(token) * p.num_heads + head) * HD + chunk * 8 : 0;
+      cp_async_16(sq + swizzle<HD>(row, chunk), q + offset, valid);
+    }
+  }
+  PagedKvLoader<HD, kBN, kSplitKvThreads> kv;
+  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), kv_head,
+          p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks, p.block_size, p.block_magic);
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {  // Q rides in the first group
+    if (st < num_tiles) {
+      kv.fetch_blocks(kv_begin + st * kBN, kv_end);
+      kv.issue(kv_begin + st * kBN, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes);
+    }
+    cp_async_commit();
+  }
+  if (kStages - 1 < num_tiles) kv.fetch_blocks(kv_begin + (kStages - 1) * kBN, kv_end);
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+  int horizon[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = g + 8 * r;
+    horizon[r] = row < valid_rows ? before + (m0 + row) / group + 1 : last_h;  // padding rows: finite, unstored
+  }
+  uint32_t qa[HD / 16][4];
+  float o[HD / 8][4];
+#pragma unroll
+  for (int d = 0; d < HD / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+
+  for (int j = 0; j < num_tiles; ++j) {
+    const int next = j + kStages - 1;  // its stage was last read in iteration j - 1 (ended by a barrier)
+    if (next < num_tiles)
+      kv.issue(kv_begin + next * kBN, kv_end, sk0 + (next % kStages) * kStageBytes, sv0 + (next % kStages) * kStageBytes);
+    cp_async_commit();
+    if (next + 1 < num_tiles) kv.fetch_blocks(kv_begin + (next + 1) * kBN, kv_end);
+    cp_async_wait<kStages - 1>();
+    __syncthreads();
+    if (j == 0) load_q_fragments<HD>(qa, sq, 0, lane);
+    const int slice = kv_begin + j * kBN + warp * 16;
+    // A slice past every row's horizon or the split's end is fully masked: skipping it is exact.
+    if (slice < walk_end) {
+      const int stage = j % kStages;
+      float s[2][4];
+      qk_scores<HD, 2>(s, qa, sk0 + stage * kStageBytes, warp * 16, lane);
+#pragma unroll
+      for (int n = 0; n < 2; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = slice + n * 8 + 2 * tq + (e & 1);
+          s[n][e] = (col >= horizon[e >> 1] || col >= kv_end) ? -INFINITY : s[n][e] * p.scale_log2;
+        }
+      }
+      float alpha[2];
+      online_softmax_step<2>(s, m_run, l_run, alpha);
+#pragma unroll
+      for (int d = 0; d < HD / 8; ++d) {
+        o[d][0] *= alpha[0];
+        o[d][1] *= alpha[0];
+        o[d][2] *= alpha[1];
+        o[d][3] *= alpha[1];
+      }
+      pv_accumulate<HD, 2>(o, s, sv0 + stage * kStageBytes, warp * 16, lane);
+    }
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the KV area is free for the merge
+
+  float* s_o = reinterpret_cast<float*>(smem + kRows * HD * 2);  // [4][16][kPitch]
+  float* s_m = s_o + kWarps * kRows * kPitch;                     // [4][16]
+  float* s_l = s_m + kWarps * kRows;                              // [4][16]
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l_run[r] += __shfl_xor_sync(kFullMask, l_run[r], 1);
+    l_run[r] += __shfl_xor_sync(kFullMask, l_run[r], 2);
+  }
+#pragma unroll
+  for (int d = 0; d < HD / 8; ++d) {
+    *reinterpret_cast<float2*>(s_o + (warp * kRows + g) * kPitch + d * 8 + 2 * tq) = make_float2(o[d][0], o[d][1]);
+    *reinterpret_cast<float2*>(s_o + (warp * kRows + g + 8) * kPitch + d * 8 + 2 * tq) = make_float2(o[d][2], o[d][3]);
+  }
+  if (tq == 0) {
+    s_m[warp * kRows + g] = m_run[0];
+    s_m[warp * kRows + g + 8] = m_run[1];
+    s_l[warp * kRows + g] = l_run[0];
+    s_l[warp * kRows + g + 8] = l_run[1];
+  }
+  __syncthreads();
+
+  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.out);
+  for (int idx = threadIdx.x; idx < kRows * (HD / 4); idx += kSplitKvThreads) {
+    const int row = idx / (HD / 4), c4 = idx % (HD / 4);
+    if (row >= valid_rows) continue;
+    const int m = m0 + row;
+    const int token = v.q_begin + m / group;
+    if (token >= p.num_tokens) continue;
+    const int head = kv_head * group + m % group;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, s_m[w * kRows + row]);
+    const float base = mx == -INFINITY ? 0.0f : mx;
+    float sum = 0.0f;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {  // fixed warp order
+      const float f = exp2f(s_m[w * kRows + row] - base);
+      const float4 x = *reinterpret_cast<const float4*>(s_o + (w * kRows + row) * kPitch + c4 * 4);
+      sum += s_l[w * kRows + row] * f;
+      acc.x += f * x.x;
+      acc.y += f * x.y;
+      acc.z += f * x.z;
+      acc.w += f * x.w;
+    }
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const int64_t row_index = static_cast<int64_t>(token) * p.num_heads + head;
+    if (v.plan.num_splits == 1) {
+      const uint2 packed = make_uint2(pack_bf16(acc.x * inv, acc.y * inv), pack_bf16(acc.z * inv, acc.w * inv));
+      *reinterpret_cast<uint2*>(out + row_index * HD + c4 * 4) = packed;
+    } else {
+      const int64_t partial_row = static_cast<int64_t>(split) * p.partial_rows * p.num_heads + row_index;
+      *reinterpret_cast<float4*>(p.partial_out + partial_row * HD + c4 * 4) =
+          make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+      if (c4 == 0) p.partial_lse[partial_row] = sum > 0.0f ? base + log2f(sum) : -INFINITY;
+    }
+  }
+}
+
+// One warp per query token of request blockIdx.x, query head blockIdx.y; lane s holds split s.
+__global__ void __launch_bounds__(32 * kSplitKvMaxQueryLen) split_kv_combine_kernel(const SplitKvParams p,
+                                                                                    int row_groups) {
+  const int req = blockIdx.x, head = blockIdx.y;
+  RequestView v;
+  if (!view_request(p, req, v) || v.plan.num_splits <= 1) return;
+  const int tok = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int group = p.num_heads / p.num_kv_heads;
+  if (tok >= v.num_query || tok * group + head % group >= row_groups * kRows) return;  // warp-uniform
+  const int token = v.q_begin + tok;
+  if (token >= p.num_tokens) return;
+  const int64_t row_index = static_cast<int64_t>(token) * p.num_heads + head;
+  const int64_t split_stride = static_cast<int64_t>(p.partial_rows) * p.num_heads;
+  const float lse = lane < v.plan.num_splits ? p.partial_lse[lane * split_stride + row_index] : -INFINITY;
+  float mx = lse;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, o));
+  const float base = mx == -INFINITY ? 0.0f : mx;
+  const float w = exp2f(lse - base);  // 0 for lanes past the split count
+  float total = w;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(kFullMask, total, o);
+  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+
+  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.out);
+  for (int c0 = 0; c0 < p.head_dim; c0 += 128) {  // every lane runs every shuffle
+    const int c = c0 + lane * 4;
+    const bool active = c < p.head_dim;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s = 0; s < v.plan.num_splits; ++s) {  // fixed split order
+      const float ws = __shfl_sync(kFullMask, w, s);
+      if (!active) continue;
+      const float4 x = *reinterpret_cast<const float4*>(p.partial_out + (s * split_stride + row_index) * p.head_dim + c);
+      acc.x += ws * x.x;
+      acc.y += ws * x.y;
+      acc.z += ws * x.z;
+      acc.w += ws * x.w;
+    }
+    if (active) {
+      const uint2 packed = make_uint2(pack_bf16(acc.x * inv, acc.y * inv), pack_bf16(acc.z * inv, acc.w * inv));
+      *reinterpret_cast<uint2*>(out + row_index * p.head_dim + c) = packed;
+    }
+  }
+}
+
+template <int HD>
+void launch(const SplitKvParams& p, int row_groups, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(p.max_splits), static_cast<unsigned>(p.num_reqs),
+                  static_cast<unsigned>(p.num_kv_heads * row_groups));
+  split_kv_kernel<HD><<<grid, kSplitKvThreads, split_kv_smem_bytes(HD), stream>>>(p, row_groups);
+  FG_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void split_kv_attention_prepare() {
+  FG_CUDA_CHECK(cudaFuncSetAttribute(split_kv_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     split_kv_smem_bytes(64)));
+  FG_CUDA_CHECK(cudaFuncSetAttribute(split_kv_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     split_kv_smem_bytes(128)));
+}
+
+void launch_split_kv_attention(const SplitKvParams& p, cudaStream_t stream) {
+  if (p.num_reqs == 0 || p.num_tokens == 0) return;  // an empty step: a shape, the same decision when captured
+  const int group = p.num_heads / p.num_kv_heads;
+  const int max_query = p.num_tokens < kSplitKvMaxQueryLen ? p.num_tokens : kSplitKvMaxQueryLen;
+  const int row_groups = (max_query * group + kRows - 1) / kRows;
+  switch (p.head_dim) {
+    case 64: launch<64>(p, row_groups, stream); break;
+    case 128: launch<128>(p, row_groups, stream); break;
+    default: FG_CUDA_CHECK(cudaErrorInvalidValue);  // refused at construction
+  }
+  const dim3 grid(static_cast<unsigned>(p.num_reqs), static_cast<unsigned>(p.num_heads));
+  split_kv_combine_kernel<<<grid, 32 * kSplitKvMaxQueryLen, 0, stream>>>(p, row_groups);
+  FG_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace fg::attn

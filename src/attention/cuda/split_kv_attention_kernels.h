@@ -1,0 +1,72 @@
+// attention/cuda/split_kv_attention_kernels.h — launcher and split policy of the `split_kv`
+// (flash-decoding) kernels: plain pointers and sizes, no Tensor (core/tensor.h pulls in fmt, which
+// nvcc cannot compile). The backend class in split_kv_attention.cpp validates tensors, owns the
+// workspace and fills SplitKvParams.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace fg::attn {
+
+// Split policy constants. A request of context L is cut into
+//   num_splits(L) = ceil(L / chunk(L)) pieces, chunk(L) = round_up(ceil(L / min(max_splits,
+//   ceil(L / kSplitKvMinChunk))), kSplitKvTileN),
+// a function of L and of the backend's fixed max_splits only — never of the batch — so a
+// request's arithmetic is the same alone, in any batch and under any padding (DESIGN.md point 7).
+constexpr int kSplitKvTileN = 64;       // KV positions per pipeline stage
+constexpr int kSplitKvMinChunk = 256;   // a split walks at least this many positions (4 tiles)
+constexpr int kSplitKvMaxSplits = 32;   // upper bound of max_splits (the combine uses a lane per split)
+constexpr int kSplitKvMaxQueryLen = 4;  // uniform query lengths 1..4 are served
+constexpr int kSplitKvRowsPerCta = 16;  // packed (token, head) rows per CTA: one m16 MMA tile
+constexpr int kSplitKvThreads = 128;    // 4 warps, each a 16-position slice of every KV tile
+
+struct SplitKvPlan {
+  int num_splits;  // 0 for a padded request (L <= 0)
+  int chunk;       // positions per split, a multiple of kSplitKvTileN
+};
+
+__host__ __device__ constexpr SplitKvPlan split_kv_plan(int context_len, int max_splits) {
+  if (context_len <= 0) return {0, 0};
+  int wanted = (context_len + kSplitKvMinChunk - 1) / kSplitKvMinChunk;
+  if (wanted > max_splits) wanted = max_splits;
+  int chunk = (context_len + wanted - 1) / wanted;
+  chunk = (chunk + kSplitKvTileN - 1) / kSplitKvTileN * kSplitKvTileN;
+  return {(context_len + chunk - 1) / chunk, chunk};
+}
+
+struct SplitKvParams {
+  const void* q;           // BF16 [num_tokens, num_heads * head_dim]
+  const void* k_cache;     // BF16 [num_blocks, block_size, num_kv_heads, head_dim]
+  const void* v_cache;     // BF16 [num_blocks, block_size, num_kv_heads, head_dim]
+  const int* query_start_loc;  // I32 [num_reqs + 1]
+  const int* seq_lens;     // I32 [num_reqs]; 0 for padded requests
+  const int* block_table;  // I32 [>= num_reqs, max_blocks]
+  void* out;               // BF16 [num_tokens, num_heads * head_dim]
+  float* partial_out;      // F32 [max_splits, partial_rows, num_heads, head_dim], normalized per split
+  float* partial_lse;      // F32 [max_splits, partial_rows, num_heads], log2-domain log-sum-exp
+  int num_tokens;          // rows of q and out (padded under a graph); <= partial_rows
+  int num_reqs;            // entries of seq_lens (padded under a graph)
+  int num_heads, num_kv_heads, head_dim;
+  int block_size, max_blocks;
+  uint32_t block_magic;    // ceil(2^32 / block_size)
+  float scale_log2;        // softmax scale * log2(e)
+  int max_splits;          // grid.x and the policy's cap: a construction constant
+  int partial_rows;        // rows of the workspace
+};
+
+// Shared memory of the split kernel for a head dim (for the attribute and describe()).
+constexpr int split_kv_smem_bytes(int head_dim) {
+  return (kSplitKvRowsPerCta + 2 * 3 * kSplitKvTileN) * head_dim * 2;
+}
+
+// Raises the kernels' dynamic shared-memory limit; once, at construction. Raises fg::Error.
+void split_kv_attention_prepare();
+
+// Enqueues the split kernel, grid (max_splits, num_reqs, nkv * row_groups) with row_groups =
+// ceil(min(4, num_tokens) * G / 16), then the combine kernel, grid (num_reqs, num_heads); all from
+// shapes and construction constants. Checks each launch and raises fg::Error.
+void launch_split_kv_attention(const SplitKvParams& params, cudaStream_t stream);
+
+}  // namespace fg::attn

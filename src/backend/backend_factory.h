@@ -1,0 +1,39 @@
+// backend/backend_factory.h — how code built without CUDA (the CLI commands in fullgraph_lib)
+// gets a GPU backend, without seeing a CUDA header.
+//
+// The choice is explicit rather than link-time magic: fullgraph_cuda defines
+// cuda_backend_factory(), and main.cpp, compiled with FULLGRAPH_HAVE_CUDA where that library is
+// linked, hands its result to the commands that can run on a GPU. A build without CUDA hands them
+// an empty factory, and asking it for a GPU backend fails with "this build has no CUDA backend".
+// (A weak symbol or a static registrar would depend on which archive members the linker pulls in.)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace fg {
+
+// The attention a GPU backend must serve: which implementation, and the largest step.
+struct GpuAttentionSpec {
+  std::string name = "auto";  // flash | split_kv | reference | auto (flash where it can, else reference)
+  int64_t max_tokens = 0, max_reqs = 0, max_context = 0;
+  int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, block_size = 0;
+};
+
+struct GpuBackendFactory {
+  // A backend on CUDA device `device`, without attention yet (it needs the model config).
+  std::unique_ptr<Backend> (*create)(int device) = nullptr;
+  // Gives a backend made by `create` its attention; returns the name of the one chosen.
+  std::string (*set_attention)(Backend& backend, const GpuAttentionSpec& spec) = nullptr;
+
+  bool available() const { return create != nullptr && set_attention != nullptr; }
+};
+
+// Defined in fullgraph_cuda only: reference it under #ifdef FULLGRAPH_HAVE_CUDA.
+GpuBackendFactory cuda_backend_factory();
+
+}  // namespace fg

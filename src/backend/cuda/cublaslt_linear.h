@@ -1,0 +1,70 @@
+// backend/cuda/cublaslt_linear.h — the linear for more than a few token rows, through cuBLASLt,
+// with one algorithm per (weight shape, output type, bias, bucket of n), chosen once and then
+// fixed; and the bucket rule that decides which rows go where.
+//
+// Graph == eager (DESIGN.md rule 7): a captured step runs n_padded rows, the same batch run
+// eagerly runs its real n. Both must compute each row identically, so the algorithm is a pure
+// function of the bucket that holds n (never of n itself, of timing or of history), and the
+// buckets are the runner's capture sizes. Within one algorithm a row's arithmetic does not
+// depend on how many rows there are.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace fg::cuda {
+
+// The buckets of token counts. A bucket holds n in [lo, hi]. Configured sizes (the runner's graph
+// capture sizes) are bucket tops; past the largest, or with none configured, the tops are powers
+// of two (which agrees with runner/buckets.h's default capture sizes: each power of two up to 512
+// is one of them). Every n in a bucket whose top is at most kSmallNMaxRows runs the small-n kernel.
+class MatmulBuckets {
+ public:
+  struct Bucket {
+    int64_t lo = 1, hi = 1;
+  };
+  MatmulBuckets() = default;
+  explicit MatmulBuckets(std::vector<int64_t> sizes);
+
+  Bucket of(int64_t n) const;
+  bool small_n(int64_t n) const;
+
+ private:
+  std::vector<int64_t> sizes_;  // sorted, unique, positive
+};
+
+class CublasLtLinear {
+ public:
+  // A handle and a fixed workspace, both owned, for matmuls on one stream at a time.
+  explicit CublasLtLinear(size_t workspace_bytes = size_t{32} << 20);
+  ~CublasLtLinear();
+  CublasLtLinear(const CublasLtLinear&) = delete;
+  CublasLtLinear& operator=(const CublasLtLinear&) = delete;
+
+  // out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]) with fp32 accumulation; bias added in fp32
+  // before the one rounding to the output type. x [n, in] BF16, w [out_features, in] BF16, bias
+  // [out_features] BF16 or null, out [n, out_features] F32 or BF16; all pointers 16-byte aligned.
+  // The algorithm is the one planned for `bucket` (planned now if this is its first use).
+  void run(const void* x, const void* w, const void* bias, void* out, bool out_f32, int64_t n, int64_t in,
+           int64_t out_features, MatmulBuckets::Bucket bucket, cudaStream_t stream);
+
+  // Forgets every plan (e.g. when the buckets change).
+  void clear_plans() { plans_.clear(); }
+
+ private:
+  // (out_features, in, bucket top, bucket bottom, F32 output, bias epilogue)
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool>;
+  const cublasLtMatmulAlgo_t& plan(const Key& key);
+
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  std::map<Key, cublasLtMatmulAlgo_t> plans_;
+};
+
+}  // namespace fg::cuda

@@ -1,0 +1,117 @@
+// backend/cuda/cuda_backend.h — the GPU backend: the Backend op set on one CUDA device, bf16
+// activations, fp32 arithmetic inside every kernel.
+//
+// It owns a stream (every op and copy is enqueued on it), the cuBLASLt state of the linear (a
+// handle, a fixed workspace, one fixed algorithm per bucket of token counts) and the attention
+// backend the attention op delegates to. Ops only enqueue work: they never synchronise, allocate
+// or read device memory on the host, so any step can be captured as a CUDA graph (DESIGN.md,
+// "plan on the CPU, run on the GPU"). Host-side argument checks (dtypes, shapes, alignment) happen
+// before each launch and fail with a message naming the op and the tensor.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attention/cuda/attention_backend.h"
+#include "backend/backend.h"
+
+namespace fg {
+
+namespace cuda {
+class CublasLtLinear;
+class MatmulBuckets;
+}  // namespace cuda
+
+// Which implementation a linear uses; kAuto is the bucket rule (see set_matmul_buckets). The
+// others exist for tests and benchmarks that compare the two.
+enum class LinearPath { kAuto, kSmallN, kCublasLt };
+
+class CudaBackend final : public Backend {
+ public:
+  // Uses CUDA device `device`. The attention backend may come later (set_attention), since its
+  // limits are known only once the model config is.
+  explicit CudaBackend(int device = 0, std::unique_ptr<AttentionBackend> attention = nullptr);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  Device device() const override { return Device::kCuda; }
+  std::string name() const override { return "cuda"; }
+  DType activation_dtype() const override { return DType::kBF16; }
+
+  cudaStream_t stream() const { return stream_; }
+  int device_index() const { return device_; }
+  int sm_count() const { return sm_count_; }
+
+  void set_attention(std::unique_ptr<AttentionBackend> attention);
+  AttentionBackend* attention_backend() const { return attention_.get(); }
+  const AttentionBackend& require_attention() const;
+
+  // The runner's graph capture sizes (token counts). A linear of n rows uses the algorithm of the
+  // smallest size >= n, the same one a graph captured at that size uses; see MatmulBuckets. Call
+  // before the first capture: it forgets the algorithms chosen so far.
+  void set_matmul_buckets(std::vector<int64_t> sizes);
+  void set_capture_sizes(const std::vector<int64_t>& sizes) override { set_matmul_buckets(sizes); }
+
+  // Device memory, zero-filled (so that no kernel ever meets uninitialised bf16 NaNs, e.g. in
+  // KV-cache blocks that an attention tile reads past the context and masks).
+  Allocation allocate(DType dtype, std::initializer_list<int64_t> dims) override;
+  // Asynchronous on the backend's stream; the source may be reused as soon as this returns.
+  void copy_from_host(const Tensor& dst, const void* src) override;
+  // Waits for the stream: the caller reads the data next.
+  void copy_to_host(void* dst, const Tensor& src) override;
+  void synchronize() override;
+  // Pinned host memory, so that copies from it are truly asynchronous.
+  Allocation allocate_staging(size_t bytes) override;
+
+  // CUDA graph capture of the backend's stream (global mode: a stray allocation or sync inside a
+  // captured step is an error, not a silent bug).
+  bool supports_graphs() const override { return true; }
+  void begin_capture() override;
+  std::unique_ptr<Graph> end_capture() override;
+  size_t graph_memory_bytes() const override { return graph_memory_bytes_; }
+
+  // Those of the attention backend (which must be set).
+  GraphSupport attention_graph_support() const override;
+  const PaddingContract& attention_contract() const override;
+
+  void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) override;
+  void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
+  void add_rms_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
+                    const Tensor& out) override;
+  void linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) override;
+  void head_rms_norm(const Tensor& x, const Tensor& weight, float eps) override;
+  void rope_and_cache_write(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+                            const Tensor& slot_mapping, const Tensor& rope_cos_sin,
+                            const KvCacheLayer& cache) override;
+  void attention(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,
+                 const Tensor& out) override;
+  void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override;
+  void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override;
+  // The GPU sampler of backend/cuda/sampling.h: bit-identical to the CPU reference sampler.
+  void sample(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) override;
+
+  // linear() with the implementation forced (kSmallN takes at most 16 rows).
+  void linear_with(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out);
+
+ private:
+  int device_ = 0;
+  int sm_count_ = 0;
+  cudaStream_t stream_ = nullptr;
+  bool capturing_ = false;
+  size_t graph_memory_bytes_ = 0;  // device memory taken by instantiated graphs
+  std::unique_ptr<cuda::MatmulBuckets> buckets_;
+  std::unique_ptr<cuda::CublasLtLinear> gemm_;
+  std::unique_ptr<AttentionBackend> attention_;
+};
+
+// The GPU attention backend called `name`: "reference" (reference_attention.h), "auto" (flash
+// where it supports the shape, else reference), or any name make_attention_backend knows
+// ("flash", "split_kv").
+std::unique_ptr<AttentionBackend> make_cuda_attention(const std::string& name, const AttentionLimits& limits);
+
+}  // namespace fg

@@ -1,0 +1,282 @@
+// backend/cuda/kernel_bench.cpp — the kernel benchmarks (see kernel_bench.h). Host code only: it
+// drives CudaBackend and its launchers and times them with CUDA events.
+//
+// Method (.library METHOD.md): warm up first; time many repetitions and report the median; read
+// weights from a rotation of buffers whose total is several times the 50 MB L2, so that HBM, not
+// the cache, serves them; never time on zeros (weights and KV caches get random values).
+// Matmuls are timed as replays of a CUDA graph of kBatch launches, so launch gaps stay out of a
+// kernel's number; the decode step is timed eagerly (what `generate --device cuda` runs) and,
+// where the attention backend allows, as one graph replay.
+#include "backend/cuda/kernel_bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/fill_kernels.h"
+#include "model/llama_model.h"
+#include "runner/host_step.h"
+
+namespace fg::cuda {
+
+namespace {
+
+constexpr int kBatch = 20;               // launches per timed graph replay, at least
+constexpr int kReps = 30;                // timed replays (median)
+constexpr size_t kRotateBytes = 256u << 20;  // weight bytes cycled through: 5x the L2
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? NAN : v[v.size() / 2];
+}
+
+// Milliseconds between two events around `work`, median over `reps` after `warmup` runs.
+double time_ms(cudaStream_t stream, int warmup, int reps, const std::function<void()>& work) {
+  for (int i = 0; i < warmup; ++i) work();
+  cudaEvent_t start, stop;
+  FG_CUDA_CHECK(cudaEventCreate(&start));
+  FG_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    FG_CUDA_CHECK(cudaEventRecord(start, stream));
+    work();
+    FG_CUDA_CHECK(cudaEventRecord(stop, stream));
+    FG_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    FG_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms);
+  }
+  FG_CUDA_CHECK(cudaEventDestroy(start));
+  FG_CUDA_CHECK(cudaEventDestroy(stop));
+  return median(times);
+}
+
+// Microseconds per launch of `launch(i)`, i = 0 .. launches-1 captured as one graph (so a rotation
+// over `launches` weight buffers keeps its whole span between two uses of a buffer).
+double time_per_launch_us(CudaBackend& backend, int launches, const std::function<void(int)>& launch) {
+  for (int i = 0; i < launches; ++i) launch(i);  // eager first: plans (cuBLASLt algorithms) outside capture
+  backend.synchronize();
+  backend.begin_capture();
+  for (int i = 0; i < launches; ++i) launch(i);
+  std::unique_ptr<Graph> graph = backend.end_capture();
+  return time_ms(backend.stream(), 3, kReps, [&] { graph->replay(); }) * 1e3 / launches;
+}
+
+// Device tensors of random bf16 values, each from its own seed; owns their memory.
+class RandomTensors {
+ public:
+  explicit RandomTensors(CudaBackend& backend) : backend_(backend) {}
+
+  Tensor bf16(std::initializer_list<int64_t> dims, float center, float scale) {
+    Allocation a = backend_.allocate(DType::kBF16, dims);
+    launch_fill_random_bf16(static_cast<__nv_bfloat16*>(a.tensor.data), a.tensor.numel(), next_seed_++, center,
+                            scale, backend_.stream());
+    memory_.push_back(a.memory);
+    return a.tensor;
+  }
+  const std::vector<std::shared_ptr<void>>& memory() const { return memory_; }
+
+ private:
+  CudaBackend& backend_;
+  uint64_t next_seed_ = 1;
+  std::vector<std::shared_ptr<void>> memory_;
+};
+
+struct ModelShape {
+  std::string name;
+  int64_t layers, hidden, intermediate, heads, kv_heads, head_dim, vocab;
+  bool tied;
+};
+
+const std::vector<ModelShape>& model_shapes() {
+  static const std::vector<ModelShape> shapes = {
+      {"Llama-3.2-1B", 16, 2048, 8192, 32, 8, 64, 128256, true},
+      {"Llama-3.1-8B", 32, 4096, 14336, 32, 8, 128, 128256, false},
+  };
+  return shapes;
+}
+
+double copy_bandwidth_gbps(CudaBackend& backend) {
+  const int64_t bytes = int64_t{1} << 30;
+  Allocation src = backend.allocate(DType::kI32, {bytes / 4}), dst = backend.allocate(DType::kI32, {bytes / 4});
+  const double ms = time_ms(backend.stream(), 2, 10, [&] {
+    FG_CUDA_CHECK(cudaMemcpyAsync(dst.tensor.data, src.tensor.data, bytes, cudaMemcpyDeviceToDevice, backend.stream()));
+  });
+  return 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9;  // read + written
+}
+
+nlohmann::json bench_linears(CudaBackend& backend, double copy_gbps) {
+  nlohmann::json rows = nlohmann::json::array();
+  fmt::print("\nDecode matmuls (weight bytes / time; % of copy bandwidth {:.0f} GB/s)\n", copy_gbps);
+  fmt::print("{:<14} {:<10} {:>7} {:>7} {:>3} | {:>9} {:>8} {:>5} | {:>9} {:>8} {:>5}\n", "model", "matmul", "out",
+             "in", "M", "ours us", "GB/s", "%", "cublas us", "GB/s", "%");
+  for (const ModelShape& m : model_shapes()) {
+    const int64_t q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
+    const std::vector<std::tuple<std::string, int64_t, int64_t>> linears = {
+        {"q_proj", q, m.hidden},          {"k/v_proj", kv, m.hidden},     {"o_proj", m.hidden, q},
+        {"gate/up_proj", m.intermediate, m.hidden}, {"down_proj", m.hidden, m.intermediate},
+        {"lm_head", m.vocab, m.hidden}};
+    for (const auto& [name, out_features, in] : linears) {
+      RandomTensors random{backend};
+      const size_t weight_bytes = static_cast<size_t>(out_features * in) * 2;
+      const int copies = static_cast<int>(std::max<size_t>(2, (kRotateBytes + weight_bytes - 1) / weight_bytes));
+      std::vector<Tensor> weights;
+      for (int c = 0; c < copies; ++c)
+        weights.push_back(random.bf16({out_features, in}, 0.0f, 1.0f / std::sqrt(static_cast<float>(in))));
+      const Tensor x = random.bf16({16, in}, 0.0f, 1.0f);
+      const DType out_dtype = name == "lm_head" ? DType::kF32 : DType::kBF16;
+      Allocation out = backend.allocate(out_dtype, {16, out_features});
+      for (int64_t rows_m : {1, 4, 16}) {
+        double us[2];
+        const LinearPath paths[2] = {LinearPath::kSmallN, LinearPath::kCublasLt};
+        for (int p = 0; p < 2; ++p)
+          us[p] = time_per_launch_us(backend, std::max(kBatch, copies), [&](int i) {
+            backend.linear_with(paths[p], x.rows(0, rows_m), weights[i % copies], nullptr, out.tensor.rows(0, rows_m));
+          });
+        const double gbps[2] = {weight_bytes / (us[0] * 1e-6) / 1e9, weight_bytes / (us[1] * 1e-6) / 1e9};
+        fmt::print("{:<14} {:<10} {:>7} {:>7} {:>3} | {:>9.2f} {:>8.0f} {:>4.0f}% | {:>9.2f} {:>8.0f} {:>4.0f}%\n",
+                   m.name, name, out_features, in, rows_m, us[0], gbps[0], 100 * gbps[0] / copy_gbps, us[1], gbps[1],
+                   100 * gbps[1] / copy_gbps);
+        rows.push_back({{"model", m.name}, {"matmul", name}, {"out", out_features}, {"in", in}, {"m", rows_m},
+                        {"ours_us", us[0]}, {"ours_gbps", gbps[0]}, {"ours_pct_of_copy", 100 * gbps[0] / copy_gbps},
+                        {"cublaslt_us", us[1]}, {"cublaslt_gbps", gbps[1]},
+                        {"cublaslt_pct_of_copy", 100 * gbps[1] / copy_gbps}});
+      }
+    }
+  }
+  return rows;
+}
+
+ModelConfig config_of(const ModelShape& m) {
+  ModelConfig c;
+  c.architecture_name = "LlamaForCausalLM";
+  c.vocab_size = m.vocab;
+  c.hidden_size = m.hidden;
+  c.intermediate_size = m.intermediate;
+  c.num_layers = m.layers;
+  c.num_heads = m.heads;
+  c.num_kv_heads = m.kv_heads;
+  c.head_dim = m.head_dim;
+  c.max_position_embeddings = 8192;
+  c.rms_norm_eps = 1e-5;
+  c.rope.theta = 500000.0;
+  c.tie_word_embeddings = m.tied;
+  return c;
+}
+
+// Random weights made on the device (the host dummy generator would take minutes for 8B).
+ModelWeights random_weights(CudaBackend& backend, const ModelConfig& c) {
+  ModelWeights w;
+  RandomTensors random{backend};
+  auto matrix = [&](int64_t rows, int64_t cols) {
+    return random.bf16({rows, cols}, 0.0f, 1.0f / std::sqrt(static_cast<float>(cols)));
+  };
+  auto norm = [&](int64_t size) { return random.bf16({size}, 1.0f, 0.1f); };
+  w.embed_tokens = matrix(c.vocab_size, c.hidden_size);
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    LayerWeights L;
+    L.input_norm = norm(c.hidden_size);
+    L.q_proj = matrix(c.q_size(), c.hidden_size);
+    L.k_proj = matrix(c.kv_size(), c.hidden_size);
+    L.v_proj = matrix(c.kv_size(), c.hidden_size);
+    L.o_proj = matrix(c.hidden_size, c.q_size());
+    L.post_attention_norm = norm(c.hidden_size);
+    L.gate_proj = matrix(c.intermediate_size, c.hidden_size);
+    L.up_proj = matrix(c.intermediate_size, c.hidden_size);
+    L.down_proj = matrix(c.hidden_size, c.intermediate_size);
+    w.layers.push_back(L);
+  }
+  w.final_norm = norm(c.hidden_size);
+  w.lm_head = c.tie_word_embeddings ? w.embed_tokens : matrix(c.vocab_size, c.hidden_size);
+  for (const auto& m : random.memory()) w.keep_alive.push_back(m);
+  return w;
+}
+
+nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& attention) {
+  constexpr int64_t kContext = 512, kBlockSize = 16, kMaxBatch = 64;
+  constexpr int64_t kBlocksPerRequest = kContext / kBlockSize;
+  nlohmann::json rows = nlohmann::json::array();
+  fmt::print("\nDecode step, random weights, context {} per request, {} attention\n", kContext, attention);
+  fmt::print("{:<14} {:>5} | {:>10} {:>10}\n", "model", "batch", "eager ms", "graph ms");
+  for (const ModelShape& m : model_shapes()) {
+    const ModelConfig c = config_of(m);
+    AttentionLimits limits;
+    limits.max_tokens = kMaxBatch;
+    limits.max_reqs = kMaxBatch;
+    limits.max_context = kContext;
+    limits.num_heads = c.num_heads;
+    limits.num_kv_heads = c.num_kv_heads;
+    limits.head_dim = c.head_dim;
+    limits.block_size = kBlockSize;
+    backend.set_attention(make_cuda_attention(attention, limits));
+    LlamaModel model(c, random_weights(backend, c), backend, kMaxBatch, kMaxBatch);
+    KvCache kv = allocate_kv_cache(backend, c, 1 + kMaxBatch * kBlocksPerRequest, kBlockSize, DType::kBF16);
+    for (size_t l = 0; l < kv.layers.size(); ++l)
+      for (const Tensor* t : {&kv.layers[l].k, &kv.layers[l].v})
+        launch_fill_random_bf16(static_cast<__nv_bfloat16*>(t->data), t->numel(), 1000 + l, 0.0f, 1.0f,
+                                backend.stream());
+
+    for (int64_t batch : {1, 8, 64}) {
+      std::vector<RequestChunk> chunks;
+      for (int64_t r = 0; r < batch; ++r) {
+        RequestChunk chunk{{static_cast<int32_t>((r * 7919) % c.vocab_size)}, kContext - 1, {}, false};
+        for (int64_t b = 0; b < kBlocksPerRequest; ++b)
+          chunk.block_ids.push_back(static_cast<int32_t>(1 + r * kBlocksPerRequest + b));
+        chunks.push_back(chunk);
+      }
+      DeviceStep step = upload_step(backend, build_host_step(chunks, kBlockSize, kBlocksPerRequest));
+      const double eager_ms = time_ms(backend.stream(), 3, 20, [&] { model.forward(step.inputs, kv); });
+      double graph_ms = NAN;
+      try {
+        backend.begin_capture();
+        model.forward(step.inputs, kv);
+        std::unique_ptr<Graph> graph = backend.end_capture();
+        graph_ms = time_ms(backend.stream(), 3, 20, [&] { graph->replay(); });
+      } catch (const std::exception& e) {
+        fmt::print("  (graph capture failed: {})\n", e.what());
+        try {
+          backend.end_capture();  // ends the broken capture; its error is the one above
+        } catch (const std::exception&) {
+        }
+        (void)cudaGetLastError();
+      }
+      fmt::print("{:<14} {:>5} | {:>10.3f} {:>10.3f}\n", m.name, batch, eager_ms, graph_ms);
+      rows.push_back({{"model", m.name}, {"batch", batch}, {"context", kContext}, {"attention", attention},
+                      {"eager_ms", eager_ms},
+                      {"graph_ms", std::isnan(graph_ms) ? nlohmann::json() : nlohmann::json(graph_ms)}});
+    }
+    backend.synchronize();
+  }
+  return rows;
+}
+
+}  // namespace
+
+int run_kernel_benchmarks(const std::string& json_out, const std::string& attention) {
+  CudaBackend backend(0);
+  cudaDeviceProp prop{};
+  FG_CUDA_CHECK(cudaGetDeviceProperties(&prop, backend.device_index()));
+  fmt::print("device: {} ({} SMs, L2 {} MB)\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+
+  const double copy_gbps = copy_bandwidth_gbps(backend);
+  fmt::print("device-to-device copy: {:.0f} GB/s (bytes read + written)\n", copy_gbps);
+  nlohmann::json result;
+  result["device"] = prop.name;
+  result["copy_gbps"] = copy_gbps;
+  result["linear"] = bench_linears(backend, copy_gbps);
+  result["decode_step"] = bench_decode_steps(backend, attention);
+  if (!json_out.empty()) {
+    std::ofstream(json_out) << result.dump(2) << "\n";
+    fmt::print("\nwritten to {}\n", json_out);
+  }
+  return 0;
+}
+
+}  // namespace fg::cuda

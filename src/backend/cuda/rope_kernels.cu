@@ -1,0 +1,81 @@
+// backend/cuda/rope_kernels.cu — RoPE on q and k fused with the paged KV-cache write: one block
+// per token, each thread rotating eight (e, e + hd/2) pairs of one head with 16-byte accesses, and
+// copying rotated k and v into the token's cache slot unless the slot is negative (a padded token:
+// DESIGN.md's contract says its slot is -1 and nothing may be written for it).
+#include "backend/cuda/bf16_vec.cuh"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/rope_kernels.h"
+
+namespace fg::cuda {
+
+namespace {
+
+__global__ void __launch_bounds__(256) rope_cache_kernel(bf16* __restrict__ q, bf16* __restrict__ k,
+                                                         const bf16* __restrict__ v,
+                                                         const int32_t* __restrict__ positions,
+                                                         const int64_t* __restrict__ slot_mapping,
+                                                         const float* __restrict__ cos_sin,
+                                                         bf16* __restrict__ k_cache, bf16* __restrict__ v_cache,
+                                                         int num_heads, int num_kv_heads, int head_dim,
+                                                         int max_positions, int64_t num_slots) {
+  const int64_t token = blockIdx.x;
+  const int pos = min(max(positions[token], 0), max_positions - 1);
+  const int64_t slot = slot_mapping[token];
+  const bool write_cache = slot >= 0 && slot < num_slots;
+  const int half = head_dim / 2, chunks = half / 8;  // 8-pair chunks per head
+  const int64_t kv_stride = static_cast<int64_t>(num_kv_heads) * head_dim;
+  const float* cos_row = cos_sin + static_cast<int64_t>(pos) * head_dim;
+  const float* sin_row = cos_row + half;
+
+  // Rotation: chunk c of head h, over the q heads then the k heads.
+  const int rot_items = (num_heads + num_kv_heads) * chunks;
+  for (int item = threadIdx.x; item < rot_items; item += blockDim.x) {
+    const int head = item / chunks, e0 = (item % chunks) * 8;
+    const bool is_k = head >= num_heads;
+    bf16* base = is_k ? k + token * kv_stride + static_cast<int64_t>(head - num_heads) * head_dim
+                      : q + (token * num_heads + head) * head_dim;
+    float a[8], b[8], c[8], s[8], ra[8], rb[8];
+    unpack_bf16x8(*reinterpret_cast<const uint4*>(base + e0), a);
+    unpack_bf16x8(*reinterpret_cast<const uint4*>(base + half + e0), b);
+    *reinterpret_cast<float4*>(c) = *reinterpret_cast<const float4*>(cos_row + e0);
+    *reinterpret_cast<float4*>(c + 4) = *reinterpret_cast<const float4*>(cos_row + e0 + 4);
+    *reinterpret_cast<float4*>(s) = *reinterpret_cast<const float4*>(sin_row + e0);
+    *reinterpret_cast<float4*>(s + 4) = *reinterpret_cast<const float4*>(sin_row + e0 + 4);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      ra[e] = a[e] * c[e] - b[e] * s[e];
+      rb[e] = b[e] * c[e] + a[e] * s[e];
+    }
+    const uint4 out_a = pack_bf16x8(ra), out_b = pack_bf16x8(rb);
+    *reinterpret_cast<uint4*>(base + e0) = out_a;
+    *reinterpret_cast<uint4*>(base + half + e0) = out_b;
+    if (is_k && write_cache) {
+      bf16* dst = k_cache + slot * kv_stride + static_cast<int64_t>(head - num_heads) * head_dim;
+      *reinterpret_cast<uint4*>(dst + e0) = out_a;
+      *reinterpret_cast<uint4*>(dst + half + e0) = out_b;
+    }
+  }
+
+  if (!write_cache) return;
+  const int v_vecs = static_cast<int>(kv_stride / 8);
+  const uint4* v_src = reinterpret_cast<const uint4*>(v + token * kv_stride);
+  uint4* v_dst = reinterpret_cast<uint4*>(v_cache + slot * kv_stride);
+  for (int i = threadIdx.x; i < v_vecs; i += blockDim.x) v_dst[i] = v_src[i];
+}
+
+}  // namespace
+
+void launch_rope_and_cache_write(bf16* q, bf16* k, const bf16* v, const int32_t* positions,
+                                 const int64_t* slot_mapping, const float* cos_sin, bf16* k_cache, bf16* v_cache,
+                                 int64_t n, int num_heads, int num_kv_heads, int head_dim, int64_t max_positions,
+                                 int64_t num_slots, cudaStream_t stream) {
+  if (n == 0) return;
+  const int rot_items = (num_heads + num_kv_heads) * (head_dim / 16);
+  const int threads = rot_items >= 256 ? 256 : ((rot_items + 31) / 32) * 32;
+  rope_cache_kernel<<<static_cast<unsigned>(n), threads, 0, stream>>>(
+      q, k, v, positions, slot_mapping, cos_sin, k_cache, v_cache, num_heads, num_kv_heads, head_dim,
+      static_cast<int>(max_positions), num_slots);
+  FG_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace fg::cuda

@@ -1,0 +1,25 @@
+// backend/cuda/rope_kernels.h — launcher of RoPE fused with the paged KV-cache write.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace fg::cuda {
+
+// Per token i: rotates q[i] (num_heads heads) and k[i] (num_kv_heads heads) in place by the angles
+// of positions[i] (rotate-half layout: element e pairs with e + head_dim/2), then, when
+// 0 <= slot_mapping[i] < num_slots, writes the rotated k[i] and v[i] to that slot of the caches.
+// q [n, num_heads * head_dim], k and v [n, num_kv_heads * head_dim]; positions I32 [n];
+// slot_mapping I64 [n]; cos_sin F32 [max_positions, head_dim] (cos of the head_dim/2 frequencies,
+// then their sin); k_cache, v_cache [num_slots, num_kv_heads, head_dim]. head_dim % 16 == 0.
+// Positions outside [0, max_positions) are clamped so a bad value cannot read outside the table
+// (the runner validates them in checked mode; the CPU backend rejects them).
+void launch_rope_and_cache_write(__nv_bfloat16* q, __nv_bfloat16* k, const __nv_bfloat16* v,
+                                 const int32_t* positions, const int64_t* slot_mapping, const float* cos_sin,
+                                 __nv_bfloat16* k_cache, __nv_bfloat16* v_cache, int64_t n, int num_heads,
+                                 int num_kv_heads, int head_dim, int64_t max_positions, int64_t num_slots,
+                                 cudaStream_t stream);
+
+}  // namespace fg::cuda

@@ -1,0 +1,179 @@
+// backend/cuda/small_n_linear.cu — the decode-time linear (n <= 16 token rows) on tensor cores,
+// and the fp32 bias add used after cuBLASLt.
+//
+// Why tensor cores for a memory-bound kernel: at n = 16 each weight element meets 16 token
+// values, and fp32 FMAs on the CUDA cores would need about the whole SM's FMA rate to keep up
+// with 4.3 TB/s of weights; mma.sync does the same work in a few instructions per 512 bytes.
+//
+// Layout. A block owns 8 weight rows (the n8 side of mma.m16n8k16) and all n token rows (the
+// m16 side; rows >= n are fed as zeros). Lane (g = lane / 4, t = lane % 4) loads 16 bytes of
+// weight row g and of token rows g and g + 8 at k = 32 s + 8 t for each k-step s. A dot product
+// does not care in which order k is visited as long as both operands agree, so those 8
+// contiguous values serve as the fragment pairs (k 2t.., k 2t+8..) of two mma k16 steps: the
+// weights stream with plain 16-byte loads and no shuffles or shared memory. The block's warps
+// take groups of kUnroll consecutive k-steps round-robin, all loads of a group in flight at once,
+// and their partial sums meet in shared memory, added in warp order.
+//
+// Graph == eager (DESIGN.md rule 7): the k order, the warp count and the final sum order depend
+// on the weight's shape only, and the tensor core computes each output from its own row and
+// column, so every n in 1..16 gives bit-identical rows.
+#include "backend/cuda/bf16_vec.cuh"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/small_n_linear.h"
+
+#include <algorithm>
+
+namespace fg::cuda {
+
+namespace {
+
+constexpr int kRowsPerBlock = 8;  // weight rows per block
+constexpr int kUnroll = 4;        // k-steps of 32 in flight per warp (64 bytes of weights per lane)
+constexpr int kMaxWarps = 16;
+
+// Weights are read exactly once: keep them out of L1 (which holds the reused token rows) and let
+// L2 fetch whole 256-byte lines, since the neighbouring lanes' k-steps follow.
+__device__ __forceinline__ uint4 load_weights(const bf16* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ uint4 load_tokens(const bf16* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+
+// c += A (16x16, row-major, bf16) * B (16x8, col-major, bf16) in fp32.
+__device__ __forceinline__ void mma_16x8x16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                            uint32_t b0, uint32_t b1) {
+  asm(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void store(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
+
+// kUpperHalf: token rows 8..15 are present (n > 8); without it their fragments are constant zeros.
+template <bool kUpperHalf, typename OutT>
+__global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const bf16* __restrict__ x,
+                                                                      const bf16* __restrict__ w,
+                                                                      const bf16* __restrict__ bias,
+                                                                      OutT* __restrict__ out, int n, int in,
+                                                                      int out_features) {
+  __shared__ float partial[kMaxWarps][4][32];  // [warp][accumulator][lane]
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int row0 = blockIdx.x * kRowsPerBlock;
+
+  // Rows past the end (a last, partial block) read the last row; their results are dropped. Token
+  // rows past n read row 0 (the same addresses as lanes that need it: no extra traffic) and are
+  // zeroed after the load, so that no load waits on a predicate.
+  const bf16* w_lane = w + static_cast<int64_t>(min(row0 + g, out_features - 1)) * in + t * 8;
+  const bool has_lo = g < n, has_hi = kUpperHalf && g + 8 < n;
+  const bf16* x_lo = x + static_cast<int64_t>(has_lo ? g : 0) * in + t * 8;
+  const bf16* x_hi = x + static_cast<int64_t>(has_hi ? g + 8 : 0) * in + t * 8;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  auto step = [&](const uint4& wv, uint4 lo, uint4 hi) {
+    if (!has_lo) lo = zero;
+    if (!has_hi) hi = zero;
+    mma_16x8x16(acc, lo.x, hi.x, lo.y, hi.y, wv.x, wv.y);
+    mma_16x8x16(acc, lo.z, hi.z, lo.w, hi.w, wv.z, wv.w);
+  };
+
+  // Main loop: groups of kUnroll consecutive whole k-steps (256 contiguous bytes of each weight
+  // row), dealt to the warps round-robin; every load of a group is issued before its first mma,
+  // at constant offsets from one pointer per operand.
+  const int full_steps = in / 32, steps = (in + 31) / 32, groups = full_steps / kUnroll;
+  for (int group = warp; group < groups; group += warps) {
+    const int k = group * kUnroll * 32;
+    uint4 wv[kUnroll], lo[kUnroll], hi[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      wv[u] = load_weights(w_lane + k + u * 32);
+      lo[u] = load_tokens(x_lo + k + u * 32);
+      hi[u] = kUpperHalf ? load_tokens(x_hi + k + u * 32) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) step(wv[u], lo[u], hi[u]);
+  }
+  // The k-steps left over (fewer than kUnroll, the last maybe partial when in % 32 != 0), one per
+  // warp in turn; a lane's 8 values are all in or all out since in % 8 == 0.
+  for (int s = groups * kUnroll + warp; s < steps; s += warps) {
+    const int k = s * 32;
+    const bool in_range = k + t * 8 < in;
+    step(in_range ? load_weights(w_lane + k) : zero, in_range ? load_tokens(x_lo + k) : zero,
+         kUpperHalf && in_range ? load_tokens(x_hi + k) : zero);
+  }
+
+#pragma unroll
+  for (int i = 0; i < 4; ++i) partial[warp][i][lane] = acc[i];
+  __syncthreads();
+  if (warp != 0) return;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float sum = partial[0][i][lane];
+    for (int other = 1; other < warps; ++other) sum += partial[other][i][lane];
+    // Accumulator i of lane (g, t): token row g (+8 for i >= 2), weight row 2t (+1 for odd i).
+    const int token = g + (i >> 1) * 8, row = row0 + 2 * t + (i & 1);
+    if (token >= n || row >= out_features) continue;
+    if (bias != nullptr) sum += __bfloat162float(bias[row]);
+    store(out + static_cast<int64_t>(token) * out_features + row, sum);
+  }
+}
+
+template <bool kUpperHalf, typename OutT>
+void launch_typed(const bf16* x, const bf16* w, const bf16* bias, void* out, int64_t n, int64_t in,
+                  int64_t out_features, int warps, cudaStream_t stream) {
+  const int64_t blocks = (out_features + kRowsPerBlock - 1) / kRowsPerBlock;
+  small_n_linear_kernel<kUpperHalf, OutT><<<static_cast<unsigned>(blocks), warps * 32, 0, stream>>>(
+      x, w, bias, static_cast<OutT*>(out), static_cast<int>(n), static_cast<int>(in),
+      static_cast<int>(out_features));
+  FG_CUDA_CHECK(cudaGetLastError());
+}
+
+__global__ void __launch_bounds__(256) add_bias_f32_kernel(float* __restrict__ out, const bf16* __restrict__ bias,
+                                                           int64_t total, int64_t out_features) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] += __bfloat162float(bias[i % out_features]);
+}
+
+}  // namespace
+
+int small_n_linear_warps(int64_t out_features, int sm_count) {
+  // About 32 resident warps per SM at <= 64 registers per thread: grow the block while the
+  // whole grid still fits in one wave.
+  const int64_t blocks = (out_features + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t resident_warps = static_cast<int64_t>(sm_count) * 32;
+  int warps = 1;
+  while (warps < kMaxWarps && blocks * warps * 2 <= resident_warps) warps *= 2;
+  return warps;
+}
+
+void launch_small_n_linear(const bf16* x, const bf16* w, const bf16* bias, void* out, bool out_f32, int64_t n,
+                           int64_t in, int64_t out_features, int warps, cudaStream_t stream) {
+  if (n == 0 || out_features == 0) return;
+  // The two instantiations per output type differ only in which token fragments can be non-zero.
+  if (n > 8) {
+    if (out_f32) launch_typed<true, float>(x, w, bias, out, n, in, out_features, warps, stream);
+    else launch_typed<true, bf16>(x, w, bias, out, n, in, out_features, warps, stream);
+  } else {
+    if (out_f32) launch_typed<false, float>(x, w, bias, out, n, in, out_features, warps, stream);
+    else launch_typed<false, bf16>(x, w, bias, out, n, in, out_features, warps, stream);
+  }
+}
+
+void launch_add_bias_f32(float* out, const bf16* bias, int64_t n, int64_t out_features, cudaStream_t stream) {
+  const int64_t total = n * out_features;
+  if (total == 0) return;
+  const int64_t blocks = std::min<int64_t>((total + 255) / 256, 65536);
+  add_bias_f32_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(out, bias, total, out_features);
+  FG_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace fg::cuda

@@ -1,0 +1,34 @@
+// backend/cuda/small_n_linear.h — launchers of the small-n linear family: out = x · Wᵀ (+ bias)
+// for the decode case (n <= 16 token rows), where the matmul is a stream over the weights and
+// cuBLAS leaves half the memory bandwidth unused; and the fp32 bias add that follows a cuBLASLt
+// matmul with F32 output.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace fg::cuda {
+
+// The most token rows the small-n kernel takes (the m16 side of one tensor-core tile).
+inline constexpr int64_t kSmallNMaxRows = 16;
+
+// Warps per block for a weight of out_features rows on a device of sm_count multiprocessors: a
+// function of the shape alone (never of n), since the warps split the reduction over `in` and
+// so fix its order. Chosen so that the blocks fill the device about once.
+int small_n_linear_warps(int64_t out_features, int sm_count);
+
+// out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]), fp32 accumulation, bias added in fp32, one
+// rounding to the output type. x [n, in] BF16 with 1 <= n <= 16; w [out_features, in] BF16;
+// bias [out_features] BF16 or null; out [n, out_features] F32 when out_f32, else BF16.
+// in % 8 == 0 and x, w 16-byte aligned. Each output's arithmetic is the same for every n.
+void launch_small_n_linear(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, void* out,
+                           bool out_f32, int64_t n, int64_t in, int64_t out_features, int warps,
+                           cudaStream_t stream);
+
+// out[i, j] += bias[j] in fp32. out [n, out_features] F32, bias [out_features] BF16.
+void launch_add_bias_f32(float* out, const __nv_bfloat16* bias, int64_t n, int64_t out_features,
+                         cudaStream_t stream);
+
+}  // namespace fg::cuda

@@ -1,0 +1,37 @@
+// backend/cuda/tensor_checks.h — the host-side argument checks of CudaBackend's ops: where a
+// tensor lives, its dtype and its alignment, with messages that name the op's tensor. Host code
+// only (.cpp files): fmt's format checks do not compile under nvcc.
+#pragma once
+
+#include <cstdint>
+
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace fg::cuda {
+
+inline void require_device(const Tensor& t, const char* what) {
+  FG_CHECK(t.device == Device::kCuda, "cuda backend: {} {} is not in device memory", what, t.shape_string());
+}
+
+// An activation, index or table tensor of the given dtype, in device memory.
+inline void require(const Tensor& t, DType dtype, const char* what) {
+  require_device(t, what);
+  FG_CHECK(t.dtype == dtype, "cuda backend: {} must be {}, got {}", what, dtype_name(dtype), dtype_name(t.dtype));
+}
+
+// A model weight: only BF16 runs on the GPU.
+inline void require_weight(const Tensor& t, const char* what) {
+  require_device(t, what);
+  FG_CHECK(t.dtype == DType::kBF16,
+           "cuda backend: {} {} is {}; the CUDA backend runs BF16 weights only (convert an F16 or F32 checkpoint "
+           "to bfloat16, or run it with --device cpu)",
+           what, t.shape_string(), dtype_name(t.dtype));
+}
+
+// Kernels move 16 bytes at a time.
+inline void require_aligned16(const Tensor& t, const char* what) {
+  FG_CHECK(reinterpret_cast<uintptr_t>(t.data) % 16 == 0, "cuda backend: {} is not 16-byte aligned", what);
+}
+
+}  // namespace fg::cuda

@@ -1,0 +1,217 @@
+// tests/gpu/test_cuda_models.cpp — whole models through LlamaModel on the CudaBackend (eager):
+// the four fixture models against the Hugging Face reference logits (with the reference GPU
+// attention: the flash kernels are built for head_dim 64 and 128, the fixtures have 16 and 32),
+// and dummy-weight models of head_dim 64 and 128 against the CPU backend, with every attention.
+//
+// Tolerances. The reference is a float32 forward over the bf16 weights; the GPU keeps bf16
+// activations between ops (each rounding is 2^-9 relative), so a whole forward of 2-3 layers
+// lands around 1e-2 of the logits' norm: ||logits - ref|| / ||ref|| <= 2e-2 per prompt catches
+// any indexing, masking or layout error (those are O(1)). The top-1 token must match wherever the
+// reference's best and second-best logits are more than 2% of its largest |logit| apart: closer
+// calls may legitimately flip under bf16 rounding.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/cuda_backend.h"
+#include "engine/greedy_generator.h"
+#include "gpu/gpu_test_support.h"
+#include "model/model_loader.h"
+#include "runner/host_step.h"
+#include "test_support.h"
+
+namespace fg {
+namespace {
+
+constexpr double kLogitsTolerance = 2e-2;
+constexpr float kTop1Margin = 0.02f;
+
+struct Prompt {
+  std::vector<int32_t> ids;
+  std::vector<float> logits;  // [T, V]
+};
+
+std::vector<Prompt> reference_prompts(const std::string& model) {
+  auto file = SafetensorsFile::open(test::model_fixture(model) + "/reference.safetensors");
+  std::vector<Prompt> prompts;
+  for (int i = 0;; ++i) {
+    const std::string p = "prompt_" + std::to_string(i) + ".";
+    if (!file->find(p + "input_ids")) break;
+    prompts.push_back({test::tensor_values<int32_t>(file->tensor(*file->find(p + "input_ids"))),
+                       test::tensor_values<float>(file->tensor(*file->find(p + "logits")))});
+  }
+  return prompts;
+}
+
+// The positions (as text; empty when none) where the reference has a clear winner and the GPU's
+// logits pick another token.
+std::string top1_mismatches(const std::vector<float>& got, const std::vector<float>& ref, int64_t vocab) {
+  std::string out;
+  const int64_t rows = static_cast<int64_t>(ref.size()) / vocab;
+  for (int64_t t = 0; t < rows; ++t) {
+    const float* r = ref.data() + t * vocab;
+    const float* g = got.data() + t * vocab;
+    std::vector<float> sorted(r, r + vocab);
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+    float largest = 0.0f;
+    for (int64_t j = 0; j < vocab; ++j) largest = std::max(largest, std::fabs(r[j]));
+    if (sorted[0] - sorted[1] <= kTop1Margin * largest) continue;
+    const int32_t want = argmax_lowest_index(r, vocab), have = argmax_lowest_index(g, vocab);
+    if (want != have) out += " position " + std::to_string(t) + ": " + std::to_string(have) + " instead of " +
+                             std::to_string(want) + ";";
+  }
+  return out;
+}
+
+// Logits [T, V] of every position of `ids`: a prefill of the first `prefill` tokens, then one token
+// per step through the paged cache (the decode path: small-n linears, single-token attention over
+// a growing context), with blocks in descending order so that positions are not slots.
+std::vector<float> paged_logits(Backend& backend, LlamaModel& model, const std::vector<int32_t>& ids, int64_t prefill,
+                                int64_t block_size) {
+  const int64_t T = static_cast<int64_t>(ids.size()), V = model.config().vocab_size;
+  const int64_t blocks = (T + block_size - 1) / block_size;
+  KvCache kv = allocate_kv_cache(backend, model.config(), blocks + 1, block_size, backend.activation_dtype());
+  std::vector<int32_t> block_ids(static_cast<size_t>(blocks));
+  std::iota(block_ids.rbegin(), block_ids.rend(), 1);
+
+  std::vector<float> got(static_cast<size_t>(T * V));
+  const std::vector<int32_t> first(ids.begin(), ids.begin() + prefill);
+  DeviceStep d = upload_step(backend, build_host_step({{first, 0, block_ids, true}}, block_size, blocks));
+  backend.copy_to_host(got.data(), model.forward(d.inputs, kv));
+  for (int64_t t = prefill; t < T; ++t) {
+    DeviceStep s = upload_step(backend, build_host_step({{{ids[t]}, t, block_ids, false}}, block_size, blocks));
+    backend.copy_to_host(got.data() + t * V, model.forward(s.inputs, kv));
+  }
+  return got;
+}
+
+using Param = std::tuple<std::string, std::string>;  // (model, attention backend)
+
+class CudaModels : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    FG_REQUIRE_GPU();
+    backend_ = std::make_unique<CudaBackend>();
+    // As tests/test_model_reference.cpp explains: the references come from a model cast with
+    // .to(torch.bfloat16), which rounds the RoPE inverse frequencies to bf16.
+    LoadOptions options;
+    options.round_rope_inv_freq_to_bf16 = true;
+    loaded_ = std::make_unique<LoadedModel>(load_model(test::model_fixture(model()), options, *backend_));
+    prompts_ = reference_prompts(model());
+    ASSERT_EQ(prompts_.size(), 4u);
+  }
+  const std::string& model() const { return std::get<0>(GetParam()); }
+  const std::string& attention() const { return std::get<1>(GetParam()); }
+  int64_t vocab() const { return loaded_->config.vocab_size; }
+
+  // A model with room for `tokens` tokens and logits rows per step, and its attention.
+  LlamaModel make_model(int64_t tokens, int64_t context, int64_t block_size) {
+    const ModelConfig& c = loaded_->config;
+    AttentionLimits limits{tokens, 1, context, c.num_heads, c.num_kv_heads, c.head_dim, block_size};
+    backend_->set_attention(make_cuda_attention(attention(), limits));
+    LoadedModel copy = *loaded_;  // shares the device weights
+    return LlamaModel(copy.config, std::move(copy.weights), *backend_, tokens, tokens);
+  }
+  std::string where(size_t prompt) const {
+    return model() + " with " + attention() + " attention, prompt of " + std::to_string(prompts_[prompt].ids.size());
+  }
+
+  std::unique_ptr<CudaBackend> backend_;
+  std::unique_ptr<LoadedModel> loaded_;
+  std::vector<Prompt> prompts_;
+};
+
+// One prefill over the whole prompt: the cuBLASLt path for the longer prompts, the small-n
+// kernel for the 1- and 7-token ones.
+TEST_P(CudaModels, PrefillLogitsMatchTransformers) {
+  for (size_t i = 0; i < prompts_.size(); ++i) {
+    const Prompt& p = prompts_[i];
+    const int64_t T = static_cast<int64_t>(p.ids.size()), block_size = 16;
+    LlamaModel model = make_model(T, T, block_size);
+    KvCache kv = allocate_kv_cache(*backend_, model.config(), (T + block_size - 1) / block_size + 1, block_size,
+                                   DType::kBF16);
+    model.fill_activations(0xFF);  // NaN everywhere a kernel did not write
+    const GreedyResult r = generate_greedy(model, kv, p.ids, 0, /*keep_logits=*/true);
+    EXPECT_LE(gpu_test::relative_error(r.prompt_logits, p.logits), kLogitsTolerance) << where(i);
+    EXPECT_EQ(top1_mismatches(r.prompt_logits, p.logits, vocab()), "") << where(i);
+  }
+}
+
+// The first half of the prompt as a prefill, then one token per step, with a block size (17)
+// that divides none of the prompt lengths.
+TEST_P(CudaModels, PagedDecodeLogitsMatchTransformers) {
+  for (size_t i = 0; i < prompts_.size(); ++i) {
+    const Prompt& p = prompts_[i];
+    const int64_t T = static_cast<int64_t>(p.ids.size()), prefill = std::max<int64_t>(1, T / 2);
+    LlamaModel model = make_model(prefill, T, 17);
+    const std::vector<float> got = paged_logits(*backend_, model, p.ids, prefill, 17);
+    EXPECT_LE(gpu_test::relative_error(got, p.logits), kLogitsTolerance) << where(i);
+    EXPECT_EQ(top1_mismatches(got, p.logits, vocab()), "") << where(i);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModels,
+                         ::testing::Combine(::testing::ValuesIn(test::fixture_models()),
+                                            ::testing::Values("reference")),
+                         [](const auto& info) {
+                           std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// Dummy-weight models shaped for the flash kernels (head_dim 64 and 128; Llama, Qwen2 biases,
+// Qwen3 q/k norms) on the GPU against the same weights on the CPU backend: a 45-token prefill
+// (cuBLASLt) and 6 decode steps (the small-n kernel), with the attention backends that serve
+// mixed batches (split_kv takes uniform decode batches only).
+const char* dummy_config(const std::string& name) {
+  if (name == "llama_hd64")
+    return R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+               "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000, "max_position_embeddings": 512,
+               "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "tie_word_embeddings": false, "dtype": "bfloat16"})";
+  if (name == "qwen2_hd64")
+    return R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 384,
+               "intermediate_size": 768, "num_hidden_layers": 2, "num_attention_heads": 6,
+               "num_key_value_heads": 2, "vocab_size": 768, "max_position_embeddings": 512,
+               "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": true, "dtype": "bfloat16"})";
+  return R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 256,
+             "intermediate_size": 640, "num_hidden_layers": 2, "num_attention_heads": 8,
+             "num_key_value_heads": 1, "head_dim": 128, "vocab_size": 512, "max_position_embeddings": 512,
+             "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": false, "dtype": "bfloat16"})";
+}
+
+class CudaModelsVsCpu : public ::testing::TestWithParam<Param> {};
+
+TEST_P(CudaModelsVsCpu, LogitsMatchTheCpuBackend) {
+  FG_REQUIRE_GPU();
+  const auto& [name, attention] = GetParam();
+  const ModelConfig config = parse_model_config(dummy_config(name), name);
+  std::vector<int32_t> ids(51);
+  std::mt19937 rng(3);
+  for (auto& id : ids) id = static_cast<int32_t>(rng() % config.vocab_size);
+  const int64_t prefill = 45, block_size = 16, T = static_cast<int64_t>(ids.size());
+
+  CpuBackend cpu;
+  LlamaModel cpu_model(config, dummy_weights(config, cpu, 5), cpu, T, T);
+  const std::vector<float> ref = paged_logits(cpu, cpu_model, ids, prefill, block_size);
+
+  CudaBackend gpu;
+  gpu.set_attention(make_cuda_attention(
+      attention, {prefill, 1, T, config.num_heads, config.num_kv_heads, config.head_dim, block_size}));
+  LlamaModel gpu_model(config, dummy_weights(config, gpu, 5), gpu, prefill, prefill);
+  gpu_model.fill_activations(0xFF);
+  const std::vector<float> got = paged_logits(gpu, gpu_model, ids, prefill, block_size);
+  EXPECT_LE(gpu_test::relative_error(got, ref), kLogitsTolerance) << name << " with " << attention;
+  EXPECT_EQ(top1_mismatches(got, ref, config.vocab_size), "") << name << " with " << attention;
+}
+
+INSTANTIATE_TEST_SUITE_P(Dummy, CudaModelsVsCpu,
+                         ::testing::Combine(::testing::Values("llama_hd64", "qwen2_hd64", "qwen3_hd128"),
+                                            ::testing::Values("reference", "flash")),
+                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+
+}  // namespace
+}  // namespace fg
