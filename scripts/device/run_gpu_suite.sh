@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run on the GPU machine over a tree with .device/ carried (see stage.sh). Runs the GPU tests,
 # compute-sanitizer memcheck on them, and the benchmarks; everything lands in $OUT.
-#   bash scripts/device/run_gpu_suite.sh [tests|sanitize|bench|kernels|all]...
+#   bash scripts/device/run_gpu_suite.sh [tests|sanitize|bench|latency|kernels|all]...
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 D="$PWD/.device"
@@ -35,11 +35,12 @@ if has kernels; then
   "$D/fullgraph_gpu_tests" --gtest_also_run_disabled_tests --gtest_filter='CudaSampling.DISABLED_Benchmark' 2>&1 |
     tee "$OUT/bench_sampling.txt" | grep -vE "^\[|^Running|^Note" | tail -20
 fi
-if has bench; then
+if has bench || has latency; then
   echo "== benchmarks"
-  "$D/fullgraph" bench kernels --json "$OUT/bench_kernels.json" 2>&1 | tee "$OUT/bench_kernels.txt" | tail -40
+  has bench && "$D/fullgraph" bench kernels --json "$OUT/bench_kernels.json" 2>&1 | tee "$OUT/bench_kernels.txt" | tail -40
   for shape in llama-3.2-1b llama-3.1-8b; do
     "$D/fullgraph" bench latency --device cuda --shape "$shape" --batch-sizes 1,8,64,256 --context 512 \
-      --output-json "$OUT/latency_$shape.json" 2>&1 | grep -v "capturing graphs" | tee "$OUT/latency_$shape.txt"
+      --attention "${LATENCY_ATTENTION:-split_kv}" \
+      --output-json "$OUT/latency_${shape}_${LATENCY_ATTENTION:-split_kv}.json" 2>&1 | grep -v "capturing graphs" | tee "$OUT/latency_${shape}_${LATENCY_ATTENTION:-split_kv}.txt"
   done
 fi
