@@ -74,6 +74,28 @@ TEST(Cli, DumpLogitsMatchesTheTransformersReference) {
   std::filesystem::remove(dump);
 }
 
+// The full-graph path (default), the eager path and the all-logits path agree token for token;
+// checked mode accepts the steps; the prompt is prefilled in chunks when it exceeds the budget.
+TEST(Cli, GraphEagerAndCheckedGenerationAgree) {
+  const std::string model = " --model " + test::model_fixture("tiny-llama3-rope");
+  const std::string args = "generate" + model + " --prompt-ids 3,1,4,1,5,9,2,6,5,3,5,8,9,7 --max-tokens 12";
+  CliRun graph = run_fullgraph(args);
+  CliRun eager = run_fullgraph(args + " --enforce-eager");
+  CliRun checked = run_fullgraph(args + " --check-graph-inputs --max-num-batched-tokens 5 --cuda-graph-sizes 1,2,4");
+  const std::string dump = (std::filesystem::temp_directory_path() / "fg_cli_agree.safetensors").string();
+  CliRun logits = run_fullgraph(args + " --dump-logits " + dump);
+  ASSERT_EQ(graph.exit_code, 0) << graph.output;
+  ASSERT_EQ(eager.exit_code, 0) << eager.output;
+  ASSERT_EQ(checked.exit_code, 0) << checked.output;
+  ASSERT_EQ(logits.exit_code, 0) << logits.output;
+  EXPECT_THAT(graph.output, HasSubstr("graph replays"));
+  EXPECT_THAT(eager.output, HasSubstr("0 graph replays"));
+  EXPECT_EQ(first_line(graph.output), first_line(eager.output));
+  EXPECT_EQ(first_line(graph.output), first_line(checked.output));
+  EXPECT_EQ(first_line(graph.output), first_line(logits.output));
+  std::filesystem::remove(dump);
+}
+
 TEST(Cli, DummyLoadFormatNeedsNoWeights) {
   CliRun r = run_fullgraph("generate --model " + test::model_fixture("tiny-llama3-rope") +
                         " --load-format dummy --prompt-ids 5,6 --max-tokens 3");

@@ -29,6 +29,10 @@ struct GenerateOptions {
   bool rope_bf16 = false;
   std::string device = "cpu";
   std::string attention = "auto";
+  bool enforce_eager = false;
+  bool check_graph_inputs = false;
+  int64_t max_num_batched_tokens = 512;
+  std::string cuda_graph_sizes;
 };
 
 std::unique_ptr<Backend> make_backend(const GenerateOptions& o, const GpuBackendFactory& gpu) {
@@ -55,13 +59,17 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
 
   const int64_t T = static_cast<int64_t>(prompt.size());
   const bool keep_logits = !o.dump_logits.empty();
+  FG_CHECK(o.max_num_batched_tokens >= 1, "--max-num-batched-tokens must be positive");
+  // Without --dump-logits the steps go through the full-graph runner, whose steps hold at most
+  // the token budget; --dump-logits needs every prompt position's logits: one eager prefill.
+  const int64_t step_tokens = keep_logits ? T : std::min(T, o.max_num_batched_tokens);
   const int64_t blocks = (T + o.max_tokens + o.block_size - 1) / o.block_size + 1;
   std::string attention_name;  // the GPU attention chosen
   if (backend.device() == Device::kCuda) {
     // One request: steps of at most the prompt, a context of at most prompt + new tokens.
     GpuAttentionSpec spec;
     spec.name = o.attention;
-    spec.max_tokens = T;
+    spec.max_tokens = step_tokens;
     spec.max_reqs = 1;
     spec.max_context = T + o.max_tokens;
     spec.num_heads = config.num_heads;
@@ -70,19 +78,37 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
     spec.block_size = o.block_size;
     attention_name = gpu.set_attention(backend, spec);
   }
-  LlamaModel model(config, std::move(loaded.weights), backend, T, keep_logits ? T : 1);
+  LlamaModel model(config, std::move(loaded.weights), backend, step_tokens, keep_logits ? T : 1);
   KvCache kv = allocate_kv_cache(backend, config, blocks, o.block_size, backend.activation_dtype());
 
+  GreedyResult result;
+  std::string mode = "eager, all prompt logits";
+  std::unique_ptr<ModelRunner> runner;
+  if (!keep_logits) {
+    RunnerOptions ro;
+    ro.max_num_tokens = step_tokens;
+    ro.max_num_seqs = 1;
+    ro.enforce_eager = o.enforce_eager;
+    ro.check_graph_inputs = o.check_graph_inputs;
+    if (!o.cuda_graph_sizes.empty()) ro.capture_sizes = parse_capture_sizes(o.cuda_graph_sizes, step_tokens);
+    runner = std::make_unique<ModelRunner>(model, kv, ro);
+    runner->capture_graphs();
+  }
   const auto start = std::chrono::steady_clock::now();
-  GreedyResult result = generate_greedy(model, kv, prompt, o.max_tokens, keep_logits);
+  if (runner) {
+    result.generated = generate_greedy_with_runner(*runner, kv, prompt, o.max_tokens, step_tokens);
+    mode = fmt::format("{} graph replays, {} eager steps", runner->stats().graph_steps, runner->stats().eager_steps);
+  } else {
+    result = generate_greedy(model, kv, prompt, o.max_tokens, keep_logits);
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   fmt::print("{}\n", fmt::join(result.generated, ","));
   const std::string where = backend.device() == Device::kHost
                                 ? fmt::format("{} threads", static_cast<CpuBackend&>(backend).num_threads())
                                 : fmt::format("{} attention", attention_name);
-  fmt::print(stderr, "fullgraph: {} ({} backend, {}): {} prompt tokens, {} generated in {:.1f} ms\n", loaded.source,
-             backend.name(), where, T, result.generated.size(), seconds * 1e3);
+  fmt::print(stderr, "fullgraph: {} ({} backend, {}): {} prompt tokens, {} generated in {:.1f} ms ({})\n",
+             loaded.source, backend.name(), where, T, result.generated.size(), seconds * 1e3, mode);
 
   if (keep_logits) {
     const int64_t V = config.vocab_size, N = static_cast<int64_t>(result.generated.size());
@@ -138,6 +164,14 @@ void add_generate_command(CLI::App& app, GpuBackendFactory gpu) {
   cmd->add_flag("--rope-inv-freq-bf16", options->rope_bf16,
                "Round RoPE inverse frequencies to bf16, as a transformers model cast with .to(torch.bfloat16) does");
   cmd->add_option("--threads", options->threads, "CPU threads (0 = all hardware threads)")->capture_default_str();
+  cmd->add_flag("--enforce-eager", options->enforce_eager, "Run every step eagerly (no CUDA graphs)");
+  cmd->add_flag("--check-graph-inputs", options->check_graph_inputs,
+                "Validate every step's metadata against the attention backend's padding contract");
+  cmd->add_option("--max-num-batched-tokens", options->max_num_batched_tokens,
+                  "Token budget of one step (the prompt is prefilled in chunks of this size)")
+      ->capture_default_str();
+  cmd->add_option("--cuda-graph-sizes", options->cuda_graph_sizes,
+                  "Token counts to capture graphs for, e.g. 1,2,4,8 (default: 1,2,4,8,16,...,512 within the budget)");
   cmd->add_option("--device", options->device, "cpu | cuda (the CUDA backend, eager)")->capture_default_str();
   cmd->add_option("--attention", options->attention,
                   "GPU attention: auto (flash where it supports the model, else reference) | flash | split_kv | "

@@ -63,4 +63,34 @@ GreedyResult generate_greedy(LlamaModel& model, const KvCache& kv, const std::ve
   return result;
 }
 
+std::vector<int32_t> generate_greedy_with_runner(ModelRunner& runner, const KvCache& kv,
+                                                 const std::vector<int32_t>& prompt, int64_t max_tokens,
+                                                 int64_t chunk) {
+  const int64_t T = static_cast<int64_t>(prompt.size());
+  FG_CHECK(T >= 1 && chunk >= 1, "the prompt is empty");
+  const int64_t blocks_needed = (T + max_tokens + kv.block_size - 1) / kv.block_size;
+  FG_CHECK(blocks_needed + 1 <= kv.num_blocks, "{} tokens need {} KV blocks of {} but the cache has {} (+ null)",
+           T + max_tokens, blocks_needed, kv.block_size, kv.num_blocks - 1);
+  std::vector<int32_t> blocks(static_cast<size_t>(blocks_needed));
+  std::iota(blocks.begin(), blocks.end(), 1);
+
+  std::vector<int32_t> tokens = prompt;
+  std::vector<int32_t> generated;
+  int64_t computed = 0;
+  while (static_cast<int64_t>(generated.size()) < max_tokens) {
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>(tokens.size()) - computed, chunk);
+    ScheduledRequest request;
+    request.token_ids = std::span<const int32_t>(tokens.data() + computed, static_cast<size_t>(n));
+    request.num_computed = computed;
+    request.block_ids = blocks;
+    request.sampling.step = static_cast<int64_t>(generated.size());
+    const StepResult result = runner.execute({request});
+    computed += n;
+    if (computed < static_cast<int64_t>(tokens.size())) continue;  // more of the prompt to prefill
+    generated.push_back(result.sampled[0]);
+    tokens.push_back(result.sampled[0]);
+  }
+  return generated;
+}
+
 }  // namespace fg

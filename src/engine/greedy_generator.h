@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/llama_model.h"
+#include "runner/model_runner.h"
 
 namespace fg {
 
@@ -23,5 +24,12 @@ struct GreedyResult {
 // logits (prompt_logits then needs the model built with max_logits >= prompt length).
 GreedyResult generate_greedy(LlamaModel& model, const KvCache& kv, const std::vector<int32_t>& prompt,
                              int64_t max_tokens, bool keep_logits);
+
+// The same greedy generation through the full-graph runner: the prompt in chunks of at most
+// `chunk` tokens, then one step per token, each a graph replay where a bucket holds it. Only the
+// sampled ids come back. Uses KV blocks 1, 2, ... of `kv`.
+std::vector<int32_t> generate_greedy_with_runner(ModelRunner& runner, const KvCache& kv,
+                                                 const std::vector<int32_t>& prompt, int64_t max_tokens,
+                                                 int64_t chunk);
 
 }  // namespace fg
