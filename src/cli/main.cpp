@@ -4,6 +4,8 @@
 
 #include "cli/bench_latency_command.h"
 #include "cli/generate_command.h"
+#include "cli/render_chat_command.h"
+#include "cli/tokenize_command.h"
 #include "core/error.h"
 
 #ifdef FULLGRAPH_HAVE_CUDA
@@ -62,6 +64,8 @@ int main(int argc, char** argv) {
 #endif
   fg::cli::add_generate_command(app, gpu);
   fg::cli::add_bench_latency_command(app, gpu);
+  fg::cli::add_render_chat_command(app);
+  fg::cli::add_tokenize_command(app);
   add_info_command(app);
   try {
     app.parse(argc, argv);
