@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "test_support.h"
@@ -94,6 +95,45 @@ TEST(Cli, GraphEagerAndCheckedGenerationAgree) {
   EXPECT_EQ(first_line(graph.output), first_line(checked.output));
   EXPECT_EQ(first_line(graph.output), first_line(logits.output));
   std::filesystem::remove(dump);
+}
+
+// Text in, text out through the CLI: the e2e fixture (tokenizer files copied in, as the fixture
+// README says) prints exactly transformers' greedy text, streamed; the built-in model has a
+// tokenizer and a chat template, so text prompts run with nothing downloaded.
+TEST(Cli, TextPromptsStreamTheGoldenText) {
+  namespace fs = std::filesystem;
+  const std::string data = test::testdata_dir();
+  const fs::path dir = fs::temp_directory_path() / ("fg_cli_e2e_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"})
+    fs::create_symlink(fs::absolute(data + "/e2e/tiny-qwen3tok/" + f), dir / f);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(data + "/tokenizers/qwen3/" + f, dir / f);
+  std::ifstream golden(data + "/e2e/tiny-qwen3tok/e2e_golden.jsonl");
+  std::string first, second;
+  std::getline(golden, first);
+  std::getline(golden, second);
+  const auto prompt_line = nlohmann::json::parse(first), chat_line = nlohmann::json::parse(second);
+
+  CliRun text = run_fullgraph("generate --model " + dir.string() + " --prompt Hello --max-tokens 12 --rope-inv-freq-bf16");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_EQ(first_line(text.output), prompt_line["output_text"].get<std::string>());
+
+  const auto& msgs = chat_line["chat"];
+  CliRun chat = run_fullgraph("generate --model " + dir.string() + " --chat --system '" +
+                              msgs[0]["content"].get<std::string>() + "' --user '" +
+                              msgs[1]["content"].get<std::string>() + "' --max-tokens 12 --rope-inv-freq-bf16");
+  ASSERT_EQ(chat.exit_code, 0) << chat.output;
+  EXPECT_EQ(first_line(chat.output), chat_line["output_text"].get<std::string>());
+  fs::remove_all(dir);
+
+  CliRun builtin = run_fullgraph("generate --prompt Hello --max-tokens 8");
+  EXPECT_EQ(builtin.exit_code, 0) << builtin.output;
+  CliRun builtin_chat = run_fullgraph("generate --chat --user Hi --max-tokens 4");
+  EXPECT_EQ(builtin_chat.exit_code, 0) << builtin_chat.output;
+  CliRun both = run_fullgraph("generate --prompt Hello --prompt-ids 1");
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_THAT(both.output, HasSubstr("exactly one of --prompt-ids, --prompt and --chat"));
 }
 
 TEST(Cli, DummyLoadFormatNeedsNoWeights) {

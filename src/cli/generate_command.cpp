@@ -6,6 +6,11 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <memory>
 
 #include "backend/backend_factory.h"
@@ -13,6 +18,10 @@
 #include "engine/greedy_generator.h"
 #include "model/model_loader.h"
 #include "model/safetensors.h"
+#include "tokenizer/builtin_tokenizer.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/incremental_detokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace fg::cli {
 
@@ -33,7 +42,66 @@ struct GenerateOptions {
   bool check_graph_inputs = false;
   int64_t max_num_batched_tokens = 512;
   std::string cuda_graph_sizes;
+  // Text input (issue: text in, text out)
+  std::string prompt;
+  bool chat = false;
+  std::string system, user, messages_file, chat_template_file;
 };
+
+// The tokenizer and chat template of the model folder, or the built-in ones.
+struct TextSide {
+  std::unique_ptr<Tokenizer> tokenizer;
+  ChatTemplateConfig chat;
+};
+
+TextSide load_text_side(const GenerateOptions& o) {
+  TextSide t;
+  if (o.model_dir.empty()) {
+    t.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_json(builtin_tokenizer_json(), "built-in tokenizer"));
+    t.chat = {builtin_chat_template(), "<|begin_of_text|>", "<|end_of_text|>"};
+  } else {
+    const std::string path = o.model_dir + "/tokenizer.json";
+    FG_CHECK(std::filesystem::exists(path), "{} not found: text prompts need the model's tokenizer (or use --prompt-ids)",
+             path);
+    t.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_file(path));
+    t.chat = load_chat_template_config(o.model_dir, /*require_template=*/o.chat && o.chat_template_file.empty());
+  }
+  if (!o.chat_template_file.empty()) {
+    std::ifstream in(o.chat_template_file);
+    FG_CHECK(in.good(), "--chat-template: cannot read {}", o.chat_template_file);
+    t.chat.chat_template.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  return t;
+}
+
+// The prompt's token ids from whichever of --prompt-ids, --prompt or --chat was given.
+std::vector<int32_t> prompt_ids(const GenerateOptions& o, const TextSide* text) {
+  const int given = !o.prompt_ids.empty() + !o.prompt.empty() + o.chat;
+  FG_CHECK(given == 1, "give exactly one of --prompt-ids, --prompt and --chat");
+  if (!o.prompt_ids.empty()) return parse_token_ids(o.prompt_ids);
+  if (!o.prompt.empty()) return text->tokenizer->encode(o.prompt, /*add_special_tokens=*/true);
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!o.messages_file.empty()) {
+    FG_CHECK(o.system.empty() && o.user.empty(), "--messages replaces --system and --user; give one or the other");
+    std::ifstream in(o.messages_file);
+    FG_CHECK(in.good(), "--messages: cannot read {}", o.messages_file);
+    try {
+      messages = nlohmann::ordered_json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      fail("--messages {}: not JSON ({})", o.messages_file, e.what());
+    }
+    FG_CHECK(messages.is_array() && !messages.empty(), "--messages {}: expected a non-empty JSON array of messages",
+             o.messages_file);
+  } else {
+    FG_CHECK(!o.user.empty(), "--chat needs --user TEXT (and optionally --system TEXT), or --messages FILE.json");
+    if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
+    messages.push_back({{"role", "user"}, {"content", o.user}});
+  }
+  ChatRenderOptions options;
+  options.add_generation_prompt = true;
+  const std::string rendered = render_chat(text->chat, messages, options);
+  return text->tokenizer->encode(rendered, /*add_special_tokens=*/false);  // the template wrote them
+}
 
 std::unique_ptr<Backend> make_backend(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   if (o.device == "cpu") return std::make_unique<CpuBackend>(o.threads);
@@ -44,7 +112,11 @@ std::unique_ptr<Backend> make_backend(const GenerateOptions& o, const GpuBackend
 }
 
 void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
-  const std::vector<int32_t> prompt = parse_token_ids(o.prompt_ids);
+  const bool text_mode = o.prompt_ids.empty();
+  std::unique_ptr<TextSide> text;
+  if (text_mode) text = std::make_unique<TextSide>(load_text_side(o));
+  const std::vector<int32_t> prompt = prompt_ids(o, text.get());
+  FG_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
   std::unique_ptr<Backend> backend_ptr = make_backend(o, gpu);
   Backend& backend = *backend_ptr;
   LoadOptions load_options;
@@ -95,15 +167,28 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
     runner->capture_graphs();
   }
   const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<IncrementalDetokenizer> stream;
+  if (text) stream = std::make_unique<IncrementalDetokenizer>(*text->tokenizer, /*skip_special_tokens=*/false);
+  const auto print_delta = [&](int32_t id) {
+    fmt::print("{}", stream->push(id));
+    std::fflush(stdout);
+  };
   if (runner) {
-    result.generated = generate_greedy_with_runner(*runner, kv, prompt, o.max_tokens, step_tokens);
+    result.generated = generate_greedy_with_runner(*runner, kv, prompt, o.max_tokens, step_tokens,
+                                                   stream ? std::function<void(int32_t)>(print_delta) : nullptr);
     mode = fmt::format("{} graph replays, {} eager steps", runner->stats().graph_steps, runner->stats().eager_steps);
   } else {
     result = generate_greedy(model, kv, prompt, o.max_tokens, keep_logits);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  fmt::print("{}\n", fmt::join(result.generated, ","));
+  if (stream) {
+    if (!runner)
+      for (int32_t id : result.generated) print_delta(id);
+    fmt::print("{}\n", stream->finish());
+  } else {
+    fmt::print("{}\n", fmt::join(result.generated, ","));
+  }
   const std::string where = backend.device() == Device::kHost
                                 ? fmt::format("{} threads", static_cast<CpuBackend&>(backend).num_threads())
                                 : fmt::format("{} attention", attention_name);
@@ -152,7 +237,13 @@ void add_generate_command(CLI::App& app, GpuBackendFactory gpu) {
   CLI::App* cmd = app.add_subcommand("generate", "Generate tokens greedily from a prompt of token ids");
   cmd->add_option("--model", options->model_dir,
                   "Hugging Face checkpoint folder (config.json + *.safetensors); omit for the built-in tiny model");
-  cmd->add_option("--prompt-ids", options->prompt_ids, "Prompt token ids, comma-separated (e.g. 1,2,3)")->required();
+  cmd->add_option("--prompt-ids", options->prompt_ids, "Prompt token ids, comma-separated (e.g. 1,2,3); prints ids");
+  cmd->add_option("--prompt", options->prompt, "Prompt text (BOS and the like added); prints text as it streams");
+  cmd->add_flag("--chat", options->chat, "Render --system/--user (or --messages) through the chat template");
+  cmd->add_option("--system", options->system, "With --chat: the system message");
+  cmd->add_option("--user", options->user, "With --chat: the user message");
+  cmd->add_option("--messages", options->messages_file, "With --chat: a JSON file holding the messages array");
+  cmd->add_option("--chat-template", options->chat_template_file, "A Jinja chat template file overriding the model's");
   cmd->add_option("--max-tokens", options->max_tokens, "Number of tokens to generate")->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   cmd->add_option("--dump-logits", options->dump_logits,

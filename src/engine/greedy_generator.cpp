@@ -65,7 +65,7 @@ GreedyResult generate_greedy(LlamaModel& model, const KvCache& kv, const std::ve
 
 std::vector<int32_t> generate_greedy_with_runner(ModelRunner& runner, const KvCache& kv,
                                                  const std::vector<int32_t>& prompt, int64_t max_tokens,
-                                                 int64_t chunk) {
+                                                 int64_t chunk, const std::function<void(int32_t)>& on_token) {
   const int64_t T = static_cast<int64_t>(prompt.size());
   FG_CHECK(T >= 1 && chunk >= 1, "the prompt is empty");
   const int64_t blocks_needed = (T + max_tokens + kv.block_size - 1) / kv.block_size;
@@ -89,6 +89,7 @@ std::vector<int32_t> generate_greedy_with_runner(ModelRunner& runner, const KvCa
     if (computed < static_cast<int64_t>(tokens.size())) continue;  // more of the prompt to prefill
     generated.push_back(result.sampled[0]);
     tokens.push_back(result.sampled[0]);
+    if (on_token) on_token(result.sampled[0]);
   }
   return generated;
 }

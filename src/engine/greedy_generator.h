@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "model/llama_model.h"
@@ -28,8 +29,10 @@ GreedyResult generate_greedy(LlamaModel& model, const KvCache& kv, const std::ve
 // The same greedy generation through the full-graph runner: the prompt in chunks of at most
 // `chunk` tokens, then one step per token, each a graph replay where a bucket holds it. Only the
 // sampled ids come back. Uses KV blocks 1, 2, ... of `kv`.
+// `on_token`, when set, sees each token as soon as it is sampled (for streaming).
 std::vector<int32_t> generate_greedy_with_runner(ModelRunner& runner, const KvCache& kv,
                                                  const std::vector<int32_t>& prompt, int64_t max_tokens,
-                                                 int64_t chunk);
+                                                 int64_t chunk,
+                                                 const std::function<void(int32_t)>& on_token = {});
 
 }  // namespace fg

@@ -33,8 +33,8 @@ const char* builtin_model_config_json() {
   "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                    "high_freq_factor": 4.0, "original_max_position_embeddings": 256},
   "tie_word_embeddings": false,
-  "bos_token_id": 1,
-  "eos_token_id": 2,
+  "bos_token_id": 510,
+  "eos_token_id": 511,
   "dtype": "bfloat16"
 })";
 }
