@@ -30,6 +30,7 @@ struct TestRequest {
   int64_t computed = 0;
   std::vector<int32_t> blocks;
   SamplingParams sampling;
+  int64_t prompt_len = -1;  // >= 0: tokens[0, prompt_len) are the prompt, the rest the output so far
 
   // The next `n` uncomputed tokens as a step chunk, growing blocks as needed.
   ScheduledRequest chunk(int64_t n, BlockPool& pool, int64_t block_size) {
@@ -39,6 +40,9 @@ struct TestRequest {
     s.num_computed = computed;
     s.block_ids = blocks;
     s.sampling = sampling;
+    const size_t prompt = prompt_len < 0 ? tokens.size() : static_cast<size_t>(prompt_len);
+    s.prompt_ids = std::span<const int32_t>(tokens.data(), prompt);
+    s.output_ids = std::span<const int32_t>(tokens.data() + prompt, tokens.size() - prompt);
     return s;
   }
 };

@@ -84,6 +84,12 @@ class Backend {
   virtual void set_capture_sizes(const std::vector<int64_t>& sizes) { (void)sizes; }
   // Bytes of device memory held by captured graphs themselves (0 where they hold none).
   virtual size_t graph_memory_bytes() const { return 0; }
+  // Batch invariance: when on, every op computes each row with arithmetic that does not depend on
+  // the other rows of the step (its batch size, its neighbours, prefill or decode), so a request's
+  // tokens do not depend on what it is batched with. Backends whose ops are invariant anyway (the
+  // CPU's) ignore it; the CUDA backend then runs every linear through the small-n kernel in
+  // groups of 16 rows (slower for prefill).
+  virtual void set_batch_invariant(bool on) { (void)on; }
 
   // The attention implementation's graph-support level and padding contract (DESIGN.md 4, 5).
   virtual GraphSupport attention_graph_support() const = 0;
@@ -120,6 +126,25 @@ class Backend {
   // One token id per row of logits F32 [m, V] into out_ids I32 [m], with the semantics written in
   // sampling/sampling_params.h; a row's result depends only on its logits and values.
   virtual void sample(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) = 0;
+
+  // The rest of sampling_params.h's definition, as a step runs it (model_runner.cpp):
+  // raw_logprobs, apply_penalties, sample, sampled_logprobs. m = logits.dim(0) rows; each reads
+  // only row r's parameters and entries for row r, so a row's results never depend on the batch,
+  // and a row with num_logprobs -1 (or an empty penalty list) is skipped after one read.
+  //
+  // Item 4 on the RAW logits F32 [m, V], before apply_penalties: for rows with num_logprobs >= 0,
+  // out.logit_max, out.mass and the top min(num_logprobs, V) of out.top_ids / out.top_logprobs.
+  virtual void raw_logprobs(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out) = 0;
+  // Item 0, in place on logits F32 [m, V]: every entry of row r's penalty list saves the raw logit
+  // of its token into penalties.original, then penalizes it with row r's repetition_penalty,
+  // frequency_penalty and presence_penalty.
+  virtual void apply_penalties(const Tensor& logits, const SamplingTensors& params,
+                               const PenaltyTensors& penalties) = 0;
+  // After sample(): out.sampled[r] = the raw logprob of ids[r] (I32 [m]) for rows with
+  // num_logprobs >= 0, from out.logit_max / out.mass and the token's raw logit (penalties.original
+  // when it is in row r's list, else the logits, which the penalties did not touch).
+  virtual void sampled_logprobs(const Tensor& logits, const Tensor& ids, const SamplingTensors& params,
+                                const PenaltyTensors& penalties, const LogprobTensors& out) = 0;
 };
 
 }  // namespace fg

@@ -3,7 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <vector>
+
 #include "core/error.h"
+#include "sampling/sampling_params.h"
 
 namespace fg {
 
@@ -44,6 +48,11 @@ void check_step_inputs(const StepLayout& layout, const void* base, int64_t num_t
   const float* top_p = field<float>(base, layout.top_p);
   const float* min_p = field<float>(base, layout.min_p);
   const int32_t* table = field<int32_t>(base, layout.block_table);
+  const float* repetition = field<float>(base, layout.repetition_penalty);
+  const float* presence = field<float>(base, layout.presence_penalty);
+  const float* frequency = field<float>(base, layout.frequency_penalty);
+  const int32_t* num_logprobs = field<int32_t>(base, layout.num_logprobs);
+  const int32_t* penalty_offsets = field<int32_t>(base, layout.penalty_offsets);
 
   // Real requests: monotonic offsets, lengths within bounds, blocks and slots in range.
   expect_equal("query_start_loc", 0, qsl[0], 0, "offsets start at 0");
@@ -93,6 +102,47 @@ void check_step_inputs(const StepLayout& layout, const void* base, int64_t num_t
     for (int64_t b = 0; b < B; ++b)
       expect_equal("block_table", r * B + b, table[r * B + b], contract.block_table_fill,
                    "padded rows point at the null block");
+    expect_equal("repetition_penalty", r, repetition[r], 1.0f, "padded rows have no penalties");
+    expect_equal("presence_penalty", r, presence[r], 0.0f, "padded rows have no penalties");
+    expect_equal("frequency_penalty", r, frequency[r], 0.0f, "padded rows have no penalties");
+    expect_equal("num_logprobs", r, num_logprobs[r], -1, "padded rows want no logprobs");
+  }
+
+  // Penalties and logprobs of the real rows, then the penalty lists (sampling_params.h, item 0).
+  for (int64_t r = 0; r < num_reqs; ++r) {
+    FG_CHECK(std::isfinite(repetition[r]) && repetition[r] > 0.0f,
+             "checked mode: repetition_penalty[{}] = {}, expected a finite value > 0", r, repetition[r]);
+    FG_CHECK(std::isfinite(presence[r]) && std::fabs(presence[r]) <= kMaxAbsPenalty,
+             "checked mode: presence_penalty[{}] = {}, expected a value in [-{}, {}]", r, presence[r], kMaxAbsPenalty,
+             kMaxAbsPenalty);
+    FG_CHECK(std::isfinite(frequency[r]) && std::fabs(frequency[r]) <= kMaxAbsPenalty,
+             "checked mode: frequency_penalty[{}] = {}, expected a value in [-{}, {}]", r, frequency[r],
+             kMaxAbsPenalty, kMaxAbsPenalty);
+    expect_range("num_logprobs", r, num_logprobs[r], -1, kMaxLogprobs + 1, "-1 (none) or a count of top logprobs");
+  }
+  expect_equal("penalty_offsets", 0, penalty_offsets[0], 0, "offsets start at 0");
+  for (int64_t r = 0; r < R; ++r) {
+    FG_CHECK(penalty_offsets[r + 1] >= penalty_offsets[r] && penalty_offsets[r + 1] <= layout.penalty_capacity,
+             "checked mode: penalty_offsets[{}] = {}, expected a value in [penalty_offsets[{}] = {}, {}] (offsets "
+             "never decrease and stay within max_penalty_entries)",
+             r + 1, penalty_offsets[r + 1], r, penalty_offsets[r], layout.penalty_capacity);
+    const bool penalized = r < num_reqs && (repetition[r] != 1.0f || presence[r] != 0.0f || frequency[r] != 0.0f);
+    if (!penalized)
+      expect_equal("penalty_offsets", r + 1, penalty_offsets[r + 1], penalty_offsets[r],
+                   r < num_reqs ? "a request without penalties has an empty list" : "padded rows have empty lists");
+  }
+  const int32_t* entries = field<int32_t>(base, layout.penalty_entries);
+  // [V] (only when some row has a list): the last row that listed each token.
+  std::vector<int64_t> listed_in(penalty_offsets[num_reqs] > 0 ? static_cast<size_t>(limits.vocab_size) : 0, -1);
+  for (int64_t r = 0; r < num_reqs; ++r) {
+    for (int64_t e = penalty_offsets[r]; e < penalty_offsets[r + 1]; ++e) {
+      const int32_t token = entries[2 * e], count = entries[2 * e + 1];
+      expect_range("penalty_entries.token", e, token, 0, limits.vocab_size, "a token id");
+      expect_range("penalty_entries.count", e, count, 0, int64_t{1} << 31, "an output count");
+      FG_CHECK(listed_in[token] != r, "checked mode: penalty_entries.token[{}] = {} is listed twice for request {}",
+               e, token, r);
+      listed_in[token] = r;
+    }
   }
 }
 

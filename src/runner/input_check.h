@@ -1,6 +1,9 @@
 // runner/input_check.h — checked mode (--check-graph-inputs): the staged host metadata of a step
 // validated against the attention backend's contract before every replay (DESIGN.md point 6).
-// A violation stops the step with the field, the index, the value and the value expected.
+// A violation stops the step with the field, the index, the value and the value expected. Beside
+// the attention metadata it checks what the sampling ops trust: penalty values and logprob counts
+// in range, and penalty lists with non-decreasing offsets within the capacity, distinct in-vocabulary
+// tokens per row, and empty lists for requests without penalties and for padded rows.
 #pragma once
 
 #include <cstdint>

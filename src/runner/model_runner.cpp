@@ -3,9 +3,10 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <limits>
 
 namespace fg {
 
@@ -24,17 +25,46 @@ ModelRunner::ModelRunner(LlamaModel& model, const KvCache& kv, RunnerOptions opt
   FG_CHECK(model.max_tokens() >= options_.max_num_tokens && model.max_logits() >= options_.max_num_seqs,
            "runner: the model's buffers ({} tokens, {} logits rows) are smaller than the runner's limits ({}, {})",
            model.max_tokens(), model.max_logits(), options_.max_num_tokens, options_.max_num_seqs);
+  FG_CHECK(options_.max_penalty_entries >= 0 && options_.max_penalty_entries <= std::numeric_limits<int32_t>::max(),
+           "runner: max_penalty_entries = {} must be in [0, 2^31)", options_.max_penalty_entries);
   for (int64_t s : buckets_.capture_sizes())
     FG_CHECK(s <= options_.max_num_tokens, "runner: capture size {} exceeds the token budget {}", s,
              options_.max_num_tokens);
   backend_.set_capture_sizes(buckets_.capture_sizes());
-  max_blocks_per_seq_ = (c.max_position_embeddings + kv.block_size - 1) / kv.block_size;
-  limits_ = {c.vocab_size, c.max_position_embeddings, kv.num_blocks, kv.block_size};
+  const int64_t max_model_len = options_.max_model_len > 0 ? options_.max_model_len : c.max_position_embeddings;
+  FG_CHECK(max_model_len <= c.max_position_embeddings, "runner: max_model_len {} exceeds the model's context {}",
+           max_model_len, c.max_position_embeddings);
+  max_blocks_per_seq_ = (max_model_len + kv.block_size - 1) / kv.block_size;
+  limits_ = {c.vocab_size, max_model_len, kv.num_blocks, kv.block_size};
 
-  const StepLayout largest = StepLayout::make(options_.max_num_tokens, options_.max_num_seqs, max_blocks_per_seq_);
+  const StepLayout largest = StepLayout::make(options_.max_num_tokens, options_.max_num_seqs, max_blocks_per_seq_,
+                                              options_.max_penalty_entries);
   staging_ = backend_.allocate_staging(largest.total_bytes);
   arena_ = backend_.allocate(DType::kI32, {static_cast<int64_t>(largest.total_bytes / 4)});
-  sampled_ = backend_.allocate(DType::kI32, {options_.max_num_seqs});
+  const int64_t S = options_.max_num_seqs;
+  outputs_ = backend_.allocate(DType::kI32, {2 * S + 2 * S * kMaxLogprobs});
+  logprob_max_ = backend_.allocate(DType::kF32, {S});
+  logprob_mass_ = backend_.allocate(DType::kI64, {S});
+  penalty_original_ = backend_.allocate(DType::kF32, {std::max<int64_t>(options_.max_penalty_entries, 1)});
+}
+
+StepLayout ModelRunner::layout_for(int64_t num_tokens, int64_t num_reqs) const {
+  return StepLayout::make(num_tokens, num_reqs, max_blocks_per_seq_, options_.max_penalty_entries);
+}
+
+Tensor ModelRunner::sampled_ids(int64_t rows) const { return outputs_.tensor.rows(0, rows); }
+
+LogprobTensors ModelRunner::logprob_outputs(int64_t rows) const {
+  const int64_t S = options_.max_num_seqs;
+  int32_t* words = outputs_.tensor.as<int32_t>();
+  const Device device = backend_.device();
+  LogprobTensors out;
+  out.logit_max = logprob_max_.tensor.rows(0, rows);
+  out.mass = logprob_mass_.tensor.rows(0, rows);
+  out.sampled = Tensor(words + S, DType::kF32, {rows}, device);
+  out.top_ids = Tensor(words + 2 * S, DType::kI32, {rows, kMaxLogprobs}, device);
+  out.top_logprobs = Tensor(words + 2 * S + S * kMaxLogprobs, DType::kF32, {rows, kMaxLogprobs}, device);
+  return out;
 }
 
 void ModelRunner::poison_step_buffers() {
@@ -42,38 +72,84 @@ void ModelRunner::poison_step_buffers() {
   std::copy(bytes.begin(), bytes.begin() + std::min(bytes.size(), staging_.tensor.nbytes()),
             static_cast<uint8_t*>(staging_.tensor.data));
   backend_.copy_from_host(arena_.tensor, bytes.data());
+  // And the step's outputs and the scratch between its sampling ops.
+  for (const Allocation* a : {&outputs_, &logprob_max_, &logprob_mass_, &penalty_original_}) {
+    const std::vector<uint8_t> poison(a->tensor.nbytes(), 0xFF);
+    backend_.copy_from_host(a->tensor, poison.data());
+  }
   backend_.synchronize();
 }
 
 void ModelRunner::log_once(const std::string& reason) {
-  if (logged_.insert(reason).second) log_("eager step: " + reason + " (logged once)");
+  // Once per kind of reason: the sizes in it vary from step to step.
+  std::string kind = reason;
+  std::erase_if(kind, [](char c) { return c >= '0' && c <= '9'; });
+  if (logged_.insert(kind).second) log_("eager step: " + reason + " (logged once per kind)");
 }
 
-void ModelRunner::upload(const std::vector<ScheduledRequest>& requests, const StepLayout& layout,
-                         bool padded_graph_step) {
+StagedStep ModelRunner::upload(const std::vector<ScheduledRequest>& requests, const StepLayout& layout,
+                               bool padded_graph_step) {
   void* staging = staging_.tensor.data;
-  stage_step(requests, layout, backend_.attention_contract(), kv_.block_size, staging);
+  const StagedStep staged =
+      stage_step(requests, layout, backend_.attention_contract(), kv_.block_size, staging, &penalty_builder_);
   if (padded_graph_step && staging_hook_) staging_hook_(layout, staging);
   if (options_.check_graph_inputs && !requests.empty()) {
     const StepShape shape = step_shape(requests);
     check_step_inputs(layout, staging, shape.num_tokens, shape.num_reqs, shape.uniform_decode,
                       backend_.attention_contract(), limits_);
   }
-  backend_.copy_from_host(arena_.tensor.rows(0, static_cast<int64_t>(layout.total_bytes / 4)), staging);
+  // One copy: the fixed fields and the penalty entries in use (the lists come last).
+  backend_.copy_from_host(arena_.tensor.rows(0, static_cast<int64_t>(staged.copy_bytes / 4)), staging);
+  return staged;
 }
 
 void ModelRunner::enqueue_step(const StepLayout& layout, int64_t uniform_query_len) {
-  StepInputs inputs = layout.inputs(arena_.tensor.data, backend_.device());
+  void* arena = arena_.tensor.data;
+  const Device device = backend_.device();
+  StepInputs inputs = layout.inputs(arena, device);
   inputs.attention.uniform_query_len = uniform_query_len;
   const Tensor logits = model_.forward(inputs, kv_);
-  backend_.sample(logits, layout.sampling(arena_.tensor.data, backend_.device()),
-                  sampled_.tensor.rows(0, layout.num_reqs));
+  // Logprobs are of the raw logits, sampling is of the penalized ones: the statistics and the top
+  // n first, then the penalties in place (keeping each penalized entry's raw value), then the
+  // draw, then the sampled token's raw logprob from the kept values. See sampling_params.h.
+  const SamplingTensors params = layout.sampling(arena, device);
+  PenaltyTensors penalties = layout.penalty_lists(arena, device);
+  penalties.original = penalty_original_.tensor.rows(0, layout.penalty_capacity);
+  const LogprobTensors logprobs = logprob_outputs(layout.num_reqs);
+  const Tensor ids = sampled_ids(layout.num_reqs);
+  backend_.raw_logprobs(logits, params, logprobs);
+  backend_.apply_penalties(logits, params, penalties);
+  backend_.sample(logits, params, ids);
+  backend_.sampled_logprobs(logits, ids, params, penalties, logprobs);
 }
 
-std::vector<int32_t> ModelRunner::read_sampled(int64_t num_reqs) {
-  std::vector<int32_t> ids(static_cast<size_t>(num_reqs));
-  backend_.copy_to_host(ids.data(), sampled_.tensor.rows(0, num_reqs));
-  return ids;
+StepResult ModelRunner::read_results(const std::vector<ScheduledRequest>& requests, const StagedStep& staged) {
+  const int64_t n = static_cast<int64_t>(requests.size()), S = options_.max_num_seqs;
+  StepResult result;
+  result.sampled.resize(static_cast<size_t>(n));
+  if (!staged.any_logprobs) {
+    backend_.copy_to_host(result.sampled.data(), sampled_ids(n));
+    return result;
+  }
+  // Everything up to the last real row's top logprobs, in one copy.
+  const int64_t words = 2 * S + S * kMaxLogprobs + n * kMaxLogprobs;
+  std::vector<int32_t> host(static_cast<size_t>(words));
+  backend_.copy_to_host(host.data(), outputs_.tensor.rows(0, words));
+  std::copy_n(host.begin(), n, result.sampled.begin());
+  const float* sampled_logprob = reinterpret_cast<const float*>(host.data() + S);
+  const int32_t* top_ids = host.data() + 2 * S;
+  const float* top_logprobs = reinterpret_cast<const float*>(host.data() + 2 * S + S * kMaxLogprobs);
+  result.logprobs.resize(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    const int32_t wanted = requests[r].sampling.num_logprobs;
+    if (wanted < 0) continue;
+    TokenLogprobs& lp = result.logprobs[r];
+    lp.logprob = sampled_logprob[r];
+    const int64_t count = std::min<int64_t>(wanted, limits_.vocab_size);
+    for (int64_t k = 0; k < count; ++k)
+      lp.top.emplace_back(top_ids[r * kMaxLogprobs + k], top_logprobs[r * kMaxLogprobs + k]);
+  }
+  return result;
 }
 
 std::string ModelRunner::graph_refusal(const StepShape& shape, Bucket* bucket) const {
@@ -107,10 +183,13 @@ StepResult ModelRunner::execute(const std::vector<ScheduledRequest>& requests) {
     return execute_eager(requests);
   }
   Captured& captured = graphs_.at({bucket.num_tokens, bucket.num_reqs, bucket.uniform_decode});
-  upload(requests, captured.layout, /*padded_graph_step=*/true);
+  const StagedStep staged = upload(requests, captured.layout, /*padded_graph_step=*/true);
   captured.graph->replay();
   ++stats_.graph_steps;
-  return {read_sampled(shape.num_reqs), true, bucket};
+  StepResult result = read_results(requests, staged);
+  result.replayed = true;
+  result.bucket = bucket;
+  return result;
 }
 
 StepResult ModelRunner::execute_eager(const std::vector<ScheduledRequest>& requests) {
@@ -119,11 +198,14 @@ StepResult ModelRunner::execute_eager(const std::vector<ScheduledRequest>& reque
                shape.num_reqs <= options_.max_num_seqs,
            "runner: a step of {} tokens over {} requests does not fit the limits ({}, {})", shape.num_tokens,
            shape.num_reqs, options_.max_num_tokens, options_.max_num_seqs);
-  const StepLayout layout = StepLayout::make(shape.num_tokens, shape.num_reqs, max_blocks_per_seq_);
-  upload(requests, layout, /*padded_graph_step=*/false);
+  const StepLayout layout = layout_for(shape.num_tokens, shape.num_reqs);
+  const StagedStep staged = upload(requests, layout, /*padded_graph_step=*/false);
   enqueue_step(layout, shape.uniform_decode ? 1 : 0);
   ++stats_.eager_steps;
-  return {read_sampled(shape.num_reqs), false, Bucket{shape.num_tokens, shape.num_reqs, shape.uniform_decode}};
+  StepResult result = read_results(requests, staged);
+  result.replayed = false;
+  result.bucket = Bucket{shape.num_tokens, shape.num_reqs, shape.uniform_decode};
+  return result;
 }
 
 void ModelRunner::capture_graphs(bool show_progress) {
@@ -140,7 +222,7 @@ void ModelRunner::capture_graphs(bool show_progress) {
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < todo.size(); ++i) {
     const Bucket& b = todo[i];
-    Captured captured{StepLayout::make(b.num_tokens, b.num_reqs, max_blocks_per_seq_), nullptr};
+    Captured captured{layout_for(b.num_tokens, b.num_reqs), nullptr};
     // Warm-up: one eager run of the bucket over an all-padding step (it writes no KV), so that
     // lazily loaded kernels and library handles exist before capture.
     const int64_t uniform_query_len = b.uniform_decode ? 1 : 0;

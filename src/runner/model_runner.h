@@ -1,16 +1,19 @@
 // runner/model_runner.h — runs engine steps: stages each step's inputs into persistent buffers
 // (padded per the attention backend's contract), ships them with one host-to-device copy, and
 // replays the graph of the smallest bucket that holds the step, or runs it eagerly when no graph
-// can (DESIGN.md, "The core contract"). Sampling runs inside the graph: only the sampled ids come
-// back to the host.
+// can (DESIGN.md, "The core contract"). Sampling runs inside the graph, penalties and logprobs
+// included (sampling_params.h): only the sampled ids, and the logprobs when a request asked for
+// them, come back to the host, in one copy.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/llama_model.h"
@@ -24,16 +27,33 @@ namespace fg {
 struct RunnerOptions {
   int64_t max_num_tokens = 512;  // token budget of one step; the model's activations hold this many
   int64_t max_num_seqs = 256;    // requests in one step
+  int64_t max_model_len = 0;     // longest request context (0: the model's); sizes the block tables
   std::vector<int64_t> capture_sizes;  // empty: default_capture_sizes(max_num_tokens)
   bool enforce_eager = false;
   bool check_graph_inputs = false;
   bool prefer_uniform_decode = true;  // uniform-decode batches use their own buckets when there are
+  // Capacity of a step's penalty lists: the distinct prompt and output tokens, summed over the
+  // requests with penalties (the prompt counts only with a repetition penalty). 8 bytes each in the
+  // pinned staging and the device arena, copied only as far as a step uses them; a step that needs
+  // more fails naming this option.
+  int64_t max_penalty_entries = int64_t{1} << 20;
+};
+
+// Logprobs of one request's sampled token (sampling_params.h, item 4).
+struct TokenLogprobs {
+  float logprob = std::numeric_limits<float>::quiet_NaN();  // of the sampled token
+  // The num_logprobs most likely tokens (at most the vocabulary), most likely first, ties toward
+  // the lower id: (token id, logprob).
+  std::vector<std::pair<int32_t, float>> top;
 };
 
 struct StepResult {
   std::vector<int32_t> sampled;  // one id per scheduled request
   bool replayed = false;         // a graph replay, or eager
   Bucket bucket;                 // the padded shape it ran with (eager: the real shape)
+  // One entry per scheduled request when some request of the step has num_logprobs >= 0, else
+  // empty; entries of requests with num_logprobs = -1 stay default.
+  std::vector<TokenLogprobs> logprobs;
 };
 
 struct RunnerStats {
@@ -63,8 +83,9 @@ class ModelRunner {
   const BucketTable& buckets() const { return buckets_; }
   int64_t max_blocks_per_seq() const { return max_blocks_per_seq_; }
 
-  // Overwrites the host staging and device step arena with 0xFF bytes, so that a field a step
-  // forgot to write reads as -1 / NaN (tests call it before steps).
+  // Overwrites the host staging, the device step arena, the step outputs and the sampling scratch
+  // with 0xFF bytes, so that a field a step forgot to write reads as -1 / NaN (tests call it
+  // before steps).
   void poison_step_buffers();
 
   // For tests that must show what a wrong fill does: called on the staged host memory of a graph
@@ -77,12 +98,18 @@ class ModelRunner {
     std::unique_ptr<Graph> graph;
   };
 
+  // The layout of a step padded to (num_tokens, num_reqs).
+  StepLayout layout_for(int64_t num_tokens, int64_t num_reqs) const;
   // Stages `requests` with `layout`, checks them when asked, copies them to the device arena.
-  void upload(const std::vector<ScheduledRequest>& requests, const StepLayout& layout, bool padded_graph_step);
-  // The ops of one step over the arena laid out by `layout`: forward + sampling. uniform_query_len
-  // as in AttentionMetadata.
+  StagedStep upload(const std::vector<ScheduledRequest>& requests, const StepLayout& layout, bool padded_graph_step);
+  // The ops of one step over the arena laid out by `layout`: forward, raw logprobs, penalties,
+  // sampling, the sampled token's logprob. uniform_query_len as in AttentionMetadata.
   void enqueue_step(const StepLayout& layout, int64_t uniform_query_len);
-  std::vector<int32_t> read_sampled(int64_t num_reqs);
+  // Views of the step's outputs for `rows` rows (fixed addresses, whatever `rows`).
+  Tensor sampled_ids(int64_t rows) const;
+  LogprobTensors logprob_outputs(int64_t rows) const;
+  // The sampled ids of the real requests, and their logprobs when the step asked for any.
+  StepResult read_results(const std::vector<ScheduledRequest>& requests, const StagedStep& staged);
   // Why a step cannot replay a graph, or "" when it can (sets *bucket).
   std::string graph_refusal(const StepShape& shape, Bucket* bucket) const;
   void log_once(const std::string& reason);
@@ -98,7 +125,14 @@ class ModelRunner {
 
   Allocation staging_;  // host (pinned on GPUs): the largest layout's bytes
   Allocation arena_;    // device: the same bytes; every layout starts at its base
-  Allocation sampled_;  // I32 [max_num_seqs] sampled ids
+  // Step outputs, one block so that a step's results come back in one copy, 32-bit words:
+  // ids I32 [S] | sampled logprob F32 [S] | top ids I32 [S, kMaxLogprobs] | top logprobs F32
+  // [S, kMaxLogprobs], S = max_num_seqs.
+  Allocation outputs_;
+  Allocation logprob_max_;       // F32 [S]: L_max of the raw logits (item 4), between ops
+  Allocation logprob_mass_;      // I64 [S]: Z, between ops
+  Allocation penalty_original_;  // F32 [max(max_penalty_entries, 1)]: raw logits of penalized entries
+  PenaltyListBuilder penalty_builder_;
   std::map<std::tuple<int64_t, int64_t, bool>, Captured> graphs_;
   std::set<std::string> logged_;
   std::function<void(const StepLayout&, void*)> staging_hook_;

@@ -1,4 +1,5 @@
-// runner/step_staging.cpp — real rows from the scheduler, padded rows from the contract.
+// runner/step_staging.cpp — real rows from the scheduler, padded rows from the contract, and the
+// penalty lists of the requests that have penalties.
 #include "runner/step_staging.h"
 
 #include <algorithm>
@@ -25,12 +26,52 @@ StepShape step_shape(const std::vector<ScheduledRequest>& requests) {
   return s;
 }
 
-void stage_step(const std::vector<ScheduledRequest>& requests, const StepLayout& layout,
-                const PaddingContract& contract, int64_t block_size, void* base) {
+void PenaltyListBuilder::touch(int32_t token, const char* field_name, int64_t index, int64_t request) {
+  FG_CHECK(token >= 0 && token < kMaxSamplingVocab, "request {} of the step has {}[{}] = {}, not a token id", request,
+           field_name, index, token);
+  if (static_cast<size_t>(token) >= seen_.size()) {
+    const size_t size = std::max<size_t>(static_cast<size_t>(token) + 1, seen_.size() * 2);
+    seen_.resize(size, 0);
+    count_.resize(size, 0);
+  }
+  if (seen_[token] != list_) {
+    seen_[token] = list_;
+    count_[token] = 0;
+    order_.push_back(token);
+  }
+}
+
+int64_t PenaltyListBuilder::collect(std::span<const int32_t> prompt_ids, std::span<const int32_t> output_ids,
+                                    bool with_prompt, int64_t request) {
+  if (++list_ == 0) {  // the stamps wrapped: forget them all
+    std::fill(seen_.begin(), seen_.end(), 0);
+    list_ = 1;
+  }
+  order_.clear();
+  for (size_t i = 0; i < output_ids.size(); ++i) {
+    touch(output_ids[i], "output_ids", static_cast<int64_t>(i), request);
+    ++count_[output_ids[i]];
+  }
+  if (with_prompt)
+    for (size_t i = 0; i < prompt_ids.size(); ++i) touch(prompt_ids[i], "prompt_ids", static_cast<int64_t>(i), request);
+  return static_cast<int64_t>(order_.size());
+}
+
+void PenaltyListBuilder::write(int32_t* entries) const {
+  for (size_t i = 0; i < order_.size(); ++i) {
+    entries[2 * i] = order_[i];
+    entries[2 * i + 1] = count_[order_[i]];
+  }
+}
+
+StagedStep stage_step(const std::vector<ScheduledRequest>& requests, const StepLayout& layout,
+                      const PaddingContract& contract, int64_t block_size, void* base, PenaltyListBuilder* builder) {
   const StepShape shape = step_shape(requests);
   const int64_t T = layout.num_tokens, R = layout.num_reqs, B = layout.max_blocks_per_seq;
   FG_CHECK(shape.num_tokens <= T && shape.num_reqs <= R, "a step of {} tokens over {} requests does not fit ({}, {})",
            shape.num_tokens, shape.num_reqs, T, R);
+  PenaltyListBuilder local;
+  if (builder == nullptr) builder = &local;
   int32_t* input_ids = field<int32_t>(base, layout.input_ids);
   int32_t* positions = field<int32_t>(base, layout.positions);
   int64_t* slots = field<int64_t>(base, layout.slot_mapping);
@@ -43,10 +84,18 @@ void stage_step(const std::vector<ScheduledRequest>& requests, const StepLayout&
   float* min_p = field<float>(base, layout.min_p);
   int64_t* seed = field<int64_t>(base, layout.seed);
   int64_t* step = field<int64_t>(base, layout.step);
+  float* repetition = field<float>(base, layout.repetition_penalty);
+  float* presence = field<float>(base, layout.presence_penalty);
+  float* frequency = field<float>(base, layout.frequency_penalty);
+  int32_t* num_logprobs = field<int32_t>(base, layout.num_logprobs);
   int32_t* block_table = field<int32_t>(base, layout.block_table);
+  int32_t* penalty_offsets = field<int32_t>(base, layout.penalty_offsets);
+  int32_t* penalty_entries = field<int32_t>(base, layout.penalty_entries);
 
+  StagedStep staged;
   int64_t token = 0;
   qsl[0] = 0;
+  penalty_offsets[0] = 0;
   for (int64_t r = 0; r < shape.num_reqs; ++r) {
     const ScheduledRequest& req = requests[r];
     const int64_t n = static_cast<int64_t>(req.token_ids.size());
@@ -66,12 +115,29 @@ void stage_step(const std::vector<ScheduledRequest>& requests, const StepLayout&
     qsl[r + 1] = static_cast<int32_t>(token);
     seq_lens[r] = static_cast<int32_t>(total);
     logits_indices[r] = static_cast<int32_t>(token - 1);
-    temperature[r] = req.sampling.temperature;
-    top_k[r] = req.sampling.top_k;
-    top_p[r] = req.sampling.top_p;
-    min_p[r] = req.sampling.min_p;
-    seed[r] = req.sampling.seed;
-    step[r] = req.sampling.step;
+    const SamplingParams& sp = req.sampling;
+    temperature[r] = sp.temperature;
+    top_k[r] = sp.top_k;
+    top_p[r] = sp.top_p;
+    min_p[r] = sp.min_p;
+    seed[r] = sp.seed;
+    step[r] = sp.step;
+    repetition[r] = sp.repetition_penalty;
+    presence[r] = sp.presence_penalty;
+    frequency[r] = sp.frequency_penalty;
+    num_logprobs[r] = sp.num_logprobs;
+    staged.any_logprobs = staged.any_logprobs || sp.num_logprobs >= 0;
+    if (sp.has_penalties()) {
+      const int64_t listed = builder->collect(req.prompt_ids, req.output_ids, sp.repetition_penalty != 1.0f, r);
+      FG_CHECK(staged.penalty_entries + listed <= layout.penalty_capacity,
+               "the step's penalty lists need at least {} entries (distinct prompt and output tokens of the requests "
+               "with penalties, up to request {}), more than RunnerOptions::max_penalty_entries = {}; raise "
+               "max_penalty_entries or schedule fewer such requests per step",
+               staged.penalty_entries + listed, r, layout.penalty_capacity);
+      builder->write(penalty_entries + 2 * staged.penalty_entries);
+      staged.penalty_entries += listed;
+    }
+    penalty_offsets[r + 1] = static_cast<int32_t>(staged.penalty_entries);
     int32_t* row = block_table + r * B;
     std::copy(req.block_ids.begin(), req.block_ids.end(), row);
     std::fill(row + req.block_ids.size(), row + B, contract.block_table_fill);
@@ -91,7 +157,15 @@ void stage_step(const std::vector<ScheduledRequest>& requests, const StepLayout&
   std::fill(min_p + shape.num_reqs, min_p + R, neutral.min_p);
   std::fill(seed + shape.num_reqs, seed + R, neutral.seed);
   std::fill(step + shape.num_reqs, step + R, neutral.step);
+  std::fill(repetition + shape.num_reqs, repetition + R, neutral.repetition_penalty);
+  std::fill(presence + shape.num_reqs, presence + R, neutral.presence_penalty);
+  std::fill(frequency + shape.num_reqs, frequency + R, neutral.frequency_penalty);
+  std::fill(num_logprobs + shape.num_reqs, num_logprobs + R, neutral.num_logprobs);
   std::fill(block_table + shape.num_reqs * B, block_table + R * B, contract.block_table_fill);
+  // Padded rows own empty lists, like their zero query tokens: the offsets never decrease.
+  std::fill(penalty_offsets + shape.num_reqs + 1, penalty_offsets + R + 1, penalty_offsets[shape.num_reqs]);
+  staged.copy_bytes = layout.copy_bytes(staged.penalty_entries);
+  return staged;
 }
 
 }  // namespace fg

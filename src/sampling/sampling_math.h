@@ -206,4 +206,37 @@ FG_SAMPLING_HD float token_logprob(float logit, float logit_max, uint64_t z) {
   return fsub(fsub(logit, logit_max), log_z);
 }
 
+// --- penalties and the order of top logprobs (items 0 and 4 of sampling_params.h) ----------------
+
+// A listed token's penalized logit: the repetition penalty (divide positive logits, multiply the
+// others), then, when the token occurs in the output, the frequency and the presence penalties, one
+// rounding each, in vLLM's order.
+FG_SAMPLING_HD float penalized_logit(float logit, float repetition, float frequency, float presence,
+                                     int32_t output_count) {
+  float l = logit > 0.0f ? fdiv(logit, repetition) : fmul(logit, repetition);
+  if (output_count > 0) {
+    l = fsub(l, fmul(frequency, static_cast<float>(output_count)));
+    l = fsub(l, presence);
+  }
+  return l;
+}
+
+// The order of top logprobs as one integer, larger = earlier: the logit's float_key in the high
+// word (-0 counted as +0 so that the two tie; NaN as 0, below float_key(-inf) = 0x007fffff), the
+// complement of the id in the low word (ties go to the lower id). Distinct ids give distinct
+// ranks, and no id below 2^32 - 1 gives 0, which is free to mean "no token".
+FG_SAMPLING_HD uint64_t logprob_rank(float logit, uint32_t id) {
+  const uint32_t key = logit != logit ? 0u : float_key(fadd(logit, 0.0f));
+  return (static_cast<uint64_t>(key) << 32) | static_cast<uint64_t>(0xffffffffu - id);
+}
+FG_SAMPLING_HD int32_t logprob_rank_id(uint64_t rank) {
+  return static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(rank & 0xffffffffu));
+}
+
+// L_max of item 4 from the best-ranked token's logit: the lowest-id maximum, or -inf when the
+// best-ranked token is NaN (no token is a maximum).
+FG_SAMPLING_HD float logprob_max_from_best(float best_logit) {
+  return best_logit != best_logit ? bits_float(kMinusInfBits) : best_logit;
+}
+
 }  // namespace fg::sampling

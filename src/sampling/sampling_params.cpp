@@ -3,6 +3,7 @@
 #include "sampling/sampling_params.h"
 
 #include <cmath>
+#include <tuple>
 
 #include "core/error.h"
 
@@ -25,6 +26,57 @@ void check_param(const Tensor& t, const char* name, DType dtype, int64_t rows, D
   FG_CHECK(t.device == device, "sampling: parameter tensor {} is on the wrong device", name);
 }
 
+// The fields sample() does not read may be left undefined in SamplingTensors (neutral).
+template <typename T>
+void set_optional(const Tensor& t, const char* name, int64_t row, T value, T neutral) {
+  if (t.data != nullptr) {
+    FG_CHECK(row < t.numel(), "sampling parameters: row {} out of range of {} [0, {})", row, name, t.numel());
+    t.as<T>()[row] = value;
+    return;
+  }
+  FG_CHECK(value == neutral, "sampling parameters: row {} sets {} = {}, but these tensors have no {}", row, name,
+           value, name);
+}
+
+template <typename T>
+void get_optional(const Tensor& t, int64_t row, T& value) {
+  if (t.data != nullptr) {
+    FG_CHECK(row < t.numel(), "sampling parameters: row {} out of range [0, {})", row, t.numel());
+    value = t.as<const T>()[row];
+  }
+}
+
+void check_rows(const Tensor& t, const char* op, const char* name, DType dtype, int64_t rows, Device device) {
+  FG_CHECK(t.data != nullptr || rows == 0, "{}: tensor {} is missing", op, name);
+  FG_CHECK(t.dtype == dtype, "{}: tensor {} must be {}, got {}", op, name, dtype_name(dtype), dtype_name(t.dtype));
+  FG_CHECK(t.rank >= 1 && t.dim(0) >= rows, "{}: tensor {} has shape {}, needs at least {} rows", op, name,
+           t.shape_string(), rows);
+  FG_CHECK(t.device == device, "{}: tensor {} is on the wrong device", op, name);
+}
+
+void check_logits(const Tensor& logits, const char* op, Device device) {
+  FG_CHECK(logits.rank == 2 && logits.dtype == DType::kF32, "{}: logits must be F32 [rows, vocab], got {} {}", op,
+           dtype_name(logits.dtype), logits.shape_string());
+  FG_CHECK(logits.device == device, "{}: logits are on the wrong device", op);
+  FG_CHECK(logits.dim(1) > 0 && logits.dim(1) <= kMaxSamplingVocab,
+           "{}: vocabulary of {} tokens; the sampling ops handle 1 to {}", op, logits.dim(1), kMaxSamplingVocab);
+  FG_CHECK(logits.dim(0) == 0 || logits.data != nullptr, "{}: logits have no data", op);
+}
+
+void check_lists(const PenaltyTensors& penalties, const char* op, int64_t rows, Device device) {
+  check_rows(penalties.offsets, op, "penalty offsets", DType::kI32, rows + 1, device);
+  FG_CHECK(penalties.entries.rank == 2 && penalties.entries.dim(1) == 2 && penalties.entries.dtype == DType::kI32,
+           "{}: penalty entries must be I32 [capacity, 2], got {} {}", op, dtype_name(penalties.entries.dtype),
+           penalties.entries.shape_string());
+  const int64_t capacity = penalties.entries.dim(0);
+  FG_CHECK(penalties.entries.device == device && (capacity == 0 || penalties.entries.data != nullptr),
+           "{}: penalty entries are missing or on the wrong device", op);
+  FG_CHECK(penalties.original.dtype == DType::kF32 && penalties.original.same_shape({capacity}) &&
+               penalties.original.device == device && (capacity == 0 || penalties.original.data != nullptr),
+           "{}: penalty originals must be F32 [{}] on the device of the entries, got {} {}", op, capacity,
+           dtype_name(penalties.original.dtype), penalties.original.shape_string());
+}
+
 }  // namespace
 
 HostSamplingBuffers::HostSamplingBuffers(int64_t rows)
@@ -33,13 +85,21 @@ HostSamplingBuffers::HostSamplingBuffers(int64_t rows)
       top_p_(static_cast<size_t>(rows), 1.0f),
       min_p_(static_cast<size_t>(rows), 0.0f),
       seed_(static_cast<size_t>(rows), 0),
-      step_(static_cast<size_t>(rows), 0) {
+      step_(static_cast<size_t>(rows), 0),
+      repetition_penalty_(static_cast<size_t>(rows), 1.0f),
+      presence_penalty_(static_cast<size_t>(rows), 0.0f),
+      frequency_penalty_(static_cast<size_t>(rows), 0.0f),
+      num_logprobs_(static_cast<size_t>(rows), -1) {
   tensors_.temperature = Tensor(temperature_.data(), DType::kF32, {rows});
   tensors_.top_k = Tensor(top_k_.data(), DType::kI32, {rows});
   tensors_.top_p = Tensor(top_p_.data(), DType::kF32, {rows});
   tensors_.min_p = Tensor(min_p_.data(), DType::kF32, {rows});
   tensors_.seed = Tensor(seed_.data(), DType::kI64, {rows});
   tensors_.step = Tensor(step_.data(), DType::kI64, {rows});
+  tensors_.repetition_penalty = Tensor(repetition_penalty_.data(), DType::kF32, {rows});
+  tensors_.presence_penalty = Tensor(presence_penalty_.data(), DType::kF32, {rows});
+  tensors_.frequency_penalty = Tensor(frequency_penalty_.data(), DType::kF32, {rows});
+  tensors_.num_logprobs = Tensor(num_logprobs_.data(), DType::kI32, {rows});
 }
 
 void HostSamplingBuffers::set(int64_t row, const SamplingParams& params) { set_sampling_row(tensors_, row, params); }
@@ -53,6 +113,13 @@ void set_sampling_row(const SamplingTensors& host, int64_t row, const SamplingPa
   host.min_p.as<float>()[row] = params.min_p;
   host.seed.as<int64_t>()[row] = params.seed;
   host.step.as<int64_t>()[row] = params.step;
+  const SamplingParams neutral;
+  set_optional(host.repetition_penalty, "repetition_penalty", row, params.repetition_penalty,
+               neutral.repetition_penalty);
+  set_optional(host.presence_penalty, "presence_penalty", row, params.presence_penalty, neutral.presence_penalty);
+  set_optional(host.frequency_penalty, "frequency_penalty", row, params.frequency_penalty,
+               neutral.frequency_penalty);
+  set_optional(host.num_logprobs, "num_logprobs", row, params.num_logprobs, neutral.num_logprobs);
 }
 
 SamplingParams get_sampling_row(const SamplingTensors& host, int64_t row) {
@@ -64,6 +131,10 @@ SamplingParams get_sampling_row(const SamplingTensors& host, int64_t row) {
   p.min_p = host.min_p.as<const float>()[row];
   p.seed = host.seed.as<const int64_t>()[row];
   p.step = host.step.as<const int64_t>()[row];
+  get_optional(host.repetition_penalty, row, p.repetition_penalty);
+  get_optional(host.presence_penalty, row, p.presence_penalty);
+  get_optional(host.frequency_penalty, row, p.frequency_penalty);
+  get_optional(host.num_logprobs, row, p.num_logprobs);
   return p;
 }
 
@@ -81,6 +152,18 @@ void validate_sampling_params(const SamplingParams& p, int64_t row) {
   FG_CHECK(p.min_p >= 0.0f && p.min_p <= 1.0f, "sampling parameter min_p of row {} is {}; it must be in [0, 1]", row,
            p.min_p);
   FG_CHECK(p.step >= 0, "sampling parameter step of row {} is {}; it must be >= 0", row, p.step);
+  FG_CHECK(std::isfinite(p.repetition_penalty) && p.repetition_penalty > 0.0f,
+           "sampling parameter repetition_penalty of row {} is {}; it must be finite and > 0 (1 = off)", row,
+           p.repetition_penalty);
+  FG_CHECK(std::isfinite(p.presence_penalty) && std::fabs(p.presence_penalty) <= kMaxAbsPenalty,
+           "sampling parameter presence_penalty of row {} is {}; it must be in [-{}, {}] (0 = off)", row,
+           p.presence_penalty, kMaxAbsPenalty, kMaxAbsPenalty);
+  FG_CHECK(std::isfinite(p.frequency_penalty) && std::fabs(p.frequency_penalty) <= kMaxAbsPenalty,
+           "sampling parameter frequency_penalty of row {} is {}; it must be in [-{}, {}] (0 = off)", row,
+           p.frequency_penalty, kMaxAbsPenalty, kMaxAbsPenalty);
+  FG_CHECK(p.num_logprobs >= -1 && p.num_logprobs <= kMaxLogprobs,
+           "sampling parameter num_logprobs of row {} is {}; it must be -1 (none) or in [0, {}]", row, p.num_logprobs,
+           kMaxLogprobs);
 }
 
 void validate_sampling_params(const SamplingTensors& host, int64_t rows) {
@@ -90,6 +173,12 @@ void validate_sampling_params(const SamplingTensors& host, int64_t rows) {
   check_param(host.min_p, "min_p", DType::kF32, rows, Device::kHost);
   check_param(host.seed, "seed", DType::kI64, rows, Device::kHost);
   check_param(host.step, "step", DType::kI64, rows, Device::kHost);
+  // Optional: undefined means neutral.
+  for (const auto& [t, name, dtype] : {std::tuple{&host.repetition_penalty, "repetition_penalty", DType::kF32},
+                                       {&host.presence_penalty, "presence_penalty", DType::kF32},
+                                       {&host.frequency_penalty, "frequency_penalty", DType::kF32},
+                                       {&host.num_logprobs, "num_logprobs", DType::kI32}})
+    if (t->data != nullptr) check_param(*t, name, dtype, rows, Device::kHost);
   for (int64_t row = 0; row < rows; ++row) validate_sampling_params(get_sampling_row(host, row), row);
 }
 
@@ -118,6 +207,46 @@ void check_sampling_args(const Tensor& logits, const SamplingTensors& params, co
              out_logprobs.shape_string());
     FG_CHECK(out_logprobs.device == device, "sampling: out_logprobs is on the wrong device");
   }
+}
+
+void check_penalty_args(const Tensor& logits, const SamplingTensors& params, const PenaltyTensors& penalties,
+                        Device device) {
+  constexpr const char* op = "apply_penalties";
+  check_logits(logits, op, device);
+  const int64_t rows = logits.dim(0);
+  check_rows(params.repetition_penalty, op, "repetition_penalty", DType::kF32, rows, device);
+  check_rows(params.presence_penalty, op, "presence_penalty", DType::kF32, rows, device);
+  check_rows(params.frequency_penalty, op, "frequency_penalty", DType::kF32, rows, device);
+  check_lists(penalties, op, rows, device);
+}
+
+void check_raw_logprob_args(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out,
+                            Device device) {
+  constexpr const char* op = "raw_logprobs";
+  check_logits(logits, op, device);
+  const int64_t rows = logits.dim(0);
+  check_rows(params.num_logprobs, op, "num_logprobs", DType::kI32, rows, device);
+  check_rows(out.logit_max, op, "logit_max", DType::kF32, rows, device);
+  check_rows(out.mass, op, "mass", DType::kI64, rows, device);
+  check_rows(out.top_ids, op, "top_ids", DType::kI32, rows, device);
+  check_rows(out.top_logprobs, op, "top_logprobs", DType::kF32, rows, device);
+  FG_CHECK(out.top_ids.rank == 2 && out.top_ids.dim(1) == kMaxLogprobs && out.top_logprobs.rank == 2 &&
+               out.top_logprobs.dim(1) == kMaxLogprobs,
+           "{}: top_ids {} and top_logprobs {} must be [rows, {}]", op, out.top_ids.shape_string(),
+           out.top_logprobs.shape_string(), kMaxLogprobs);
+}
+
+void check_sampled_logprob_args(const Tensor& logits, const Tensor& ids, const SamplingTensors& params,
+                                const PenaltyTensors& penalties, const LogprobTensors& out, Device device) {
+  constexpr const char* op = "sampled_logprobs";
+  check_logits(logits, op, device);
+  const int64_t rows = logits.dim(0);
+  check_rows(ids, op, "ids", DType::kI32, rows, device);
+  check_rows(params.num_logprobs, op, "num_logprobs", DType::kI32, rows, device);
+  check_lists(penalties, op, rows, device);
+  check_rows(out.logit_max, op, "logit_max", DType::kF32, rows, device);
+  check_rows(out.mass, op, "mass", DType::kI64, rows, device);
+  check_rows(out.sampled, op, "sampled", DType::kF32, rows, device);
 }
 
 }  // namespace fg

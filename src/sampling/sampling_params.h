@@ -1,11 +1,24 @@
 // sampling/sampling_params.h — per-request sampling parameters as they live in the persistent step
 // buffers (one tensor per field, [rows]), their validation, and THE definition of token sampling
-// that the CPU reference (sampling/cpu_sampler.h) and the CUDA kernel (backend/cuda/sampling.h)
-// both implement, bit for bit.
+// that the CPU reference (sampling/cpu_sampler.h, cpu_penalties.h, cpu_logprobs.h) and the CUDA
+// kernels (backend/cuda/sampling.h, penalty_kernels.h, logprob_kernels.h) all implement, bit for bit.
 //
-// Semantics, for row r with logits l[0..V) (F32) and the parameters of row r. Every float operation
-// is the one of sampling/sampling_math.h, so each value below is defined to the bit:
+// Semantics, for row r with RAW logits L[0..V) (F32, the model's) and the parameters of row r. Every
+// float operation is the one of sampling/sampling_math.h, so each value below is defined to the bit:
 //
+//  0. Penalties (vLLM v1's apply_penalties; all three off by default). With rp = repetition_penalty,
+//     pp = presence_penalty, fp = frequency_penalty, P = the set of tokens of the request's prompt,
+//     c_t = the number of occurrences of token t in the request's output (every token it generated
+//     so far, as a float; exact below 2^24), the logits l that items 1-3 read are:
+//       l_t = L_t                                     for t not in P and c_t == 0 (untouched);
+//       m_t = L_t > 0 ? L_t / rp : L_t * rp           for t in P or c_t > 0 (vLLM's
+//             apply_repetition_penalties; exact identity when rp == 1);
+//       l_t = m_t                                     when c_t == 0;
+//       l_t = (m_t - fp * c_t) - pp                   when c_t > 0: two roundings, in vLLM's order
+//             (`logits -= frequency * counts`, then `logits -= presence * mask`; where c_t == 0 vLLM
+//             subtracts zeros, which at most turns a -0 into +0, a value no decision tells apart).
+//     -inf stays -inf. A request "has penalties" when rp != 1, pp != 0 or fp != 0; the others never
+//     read P or c at all. Greedy sampling with penalties is therefore the argmax of penalized logits.
 //  1. l_max = max_i l_i; g = the LOWEST i with l_i == l_max (the greedy id; NaN logits are never
 //     the maximum; g = 0 when there is no maximum, e.g. a row of NaN).
 //  2. temperature == 0 (greedy; also every padded row): token = g. Nothing else is read.
@@ -29,15 +42,22 @@
 //             id t in K with sum_{i in K, i <= t} q_i > u. This is inverse-CDF sampling in token-id
 //             order: P(token = t) = q_t / W_K to within 2^-64.
 //     If B is empty (no finite maximum: all logits -inf or NaN, or one +inf), token = g.
-//  4. Logprob (optional output): the log-softmax of the RAW logits (vLLM's default raw_logprobs,
-//     before temperature and filters): (l_token - l_max) - log(Z * 2^-40), with
-//     Z = sum_i floor(exp_det(l_i - l_max) * 2^40) and log = log_det.
+//  4. Logprobs (when num_logprobs >= 0): the log-softmax of the RAW logits L (vLLM's default
+//     raw_logprobs: before penalties, temperature and filters). With L_max = the value of item 1
+//     computed over L (the lowest-id maximum; -inf when there is none) and
+//     Z = sum_i floor(exp_det(L_i - L_max) * 2^40) (an exact integer),
+//       logprob(t) = (L_t - L_max) - log_det(Z * 2^-40)          (token_logprob).
+//     Reported: logprob(token) of the sampled token, and, for n = num_logprobs >= 1, the n most
+//     likely tokens: the first min(n, V) tokens in the order (L_t descending, then id ascending),
+//     where -0 and +0 tie and NaN sorts below -inf (logprob_rank), each with logprob(t). Since Z is
+//     an integer sum and every other step one rounding, the values do not depend on any reduction
+//     order: CPU and GPU agree bit for bit, as for the token.
 //
 // Filter order: that of vLLM v1 (vllm/v1/sample/sampler.py, and vllm/v1/worker/gpu/sample/
-// sampler.py): temperature, then min-p (an argmax-invariant logits processor), then top-k, then
-// top-p, then the draw. (vLLM v0 applied top-k, top-p and then min-p.) min-p and top-k commute,
-// both keeping a top set with the same p_max, so the order matters only in that top-p is taken
-// over the distribution renormalised over the min-p and top-k survivors.
+// sampler.py): penalties, temperature, then min-p (an argmax-invariant logits processor), then
+// top-k, then top-p, then the draw. (vLLM v0 applied top-k, top-p and then min-p.) min-p and top-k
+// commute, both keeping a top set with the same p_max, so the order matters only in that top-p is
+// taken over the distribution renormalised over the min-p and top-k survivors.
 //
 // Why inverse CDF over integer masses rather than an exponential race (Gumbel-max): it costs one
 // exp per token instead of one Philox block and two logs, and once the per-token floats are fixed
@@ -47,6 +67,15 @@
 //
 // A request's random stream depends only on (seed, step); the engine advances `step` by one per
 // generated token, so two requests with the same seed and step draw the same R.
+//
+// How a step computes all this inside one graph (runner/model_runner.cpp, Backend in backend.h):
+// raw_logprobs reads the raw logits (L_max, Z and the top n of rows that want logprobs), then
+// apply_penalties rewrites the listed logits in place, saving each one's raw value, then sample
+// draws from the penalized logits, then sampled_logprobs takes the sampled token's raw logit from
+// the saved values when the token was penalized, from the (untouched) logits otherwise. No copy of
+// a [rows, V] logits block is needed, and rows without logprobs or penalties cost one read of a
+// parameter each (no pass over V). The price: after a step, the logits buffer holds the penalized
+// logits of rows with penalties.
 //
 // Preconditions: logits are finite or -inf (masked tokens); NaN and +inf give a valid but
 // unspecified id. V < 2^23 (integer masses stay below 2^63).
@@ -67,7 +96,21 @@ struct SamplingParams {
   float min_p = 0.0f;        // in [0, 1]; 0 = off
   int64_t seed = 0;          // any value; the Philox key (as 64 bits)
   int64_t step = 0;          // >= 0: the request's generation step, the Philox counter
+  float repetition_penalty = 1.0f;  // finite, > 0; 1 = off (item 0)
+  float presence_penalty = 0.0f;    // finite, in [-2, 2]; 0 = off
+  float frequency_penalty = 0.0f;   // finite, in [-2, 2]; 0 = off
+  int32_t num_logprobs = -1;        // -1 = none; 0 = the sampled token's; n <= kMaxLogprobs = also the top n
+
+  bool has_penalties() const {
+    return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
+  }
 };
+
+// The most top logprobs a request may ask for (OpenAI's top_logprobs limit, vLLM's default).
+inline constexpr int32_t kMaxLogprobs = 20;
+
+// The bounds of presence_penalty and frequency_penalty (OpenAI's and vLLM's).
+inline constexpr float kMaxAbsPenalty = 2.0f;
 
 // Below this a temperature is refused rather than silently treated as greedy (vLLM's sampler
 // switches to greedy under 1e-5); callers that want greedy say 0.
@@ -78,14 +121,40 @@ inline constexpr int64_t kMaxSamplingVocab = (int64_t{1} << 23) - 1;
 
 // Struct of arrays, one element per row. In the persistent step buffers these are sized for the
 // largest batch: a sampler reads the first m rows, m = the number of logits rows. Padded rows must
-// be neutral (temperature 0), which makes them cost one argmax.
+// be neutral (temperature 0, no penalties, num_logprobs -1), which makes them cost one argmax.
+// The last four fields are read by the penalty and logprob ops only; sample() ignores them, and
+// host helpers treat them as neutral when they are left undefined.
 struct SamplingTensors {
-  Tensor temperature;  // F32 [rows]
-  Tensor top_k;        // I32 [rows]
-  Tensor top_p;        // F32 [rows]
-  Tensor min_p;        // F32 [rows]
-  Tensor seed;         // I64 [rows]
-  Tensor step;         // I64 [rows]
+  Tensor temperature;         // F32 [rows]
+  Tensor top_k;               // I32 [rows]
+  Tensor top_p;               // F32 [rows]
+  Tensor min_p;               // F32 [rows]
+  Tensor seed;                // I64 [rows]
+  Tensor step;                // I64 [rows]
+  Tensor repetition_penalty;  // F32 [rows]
+  Tensor presence_penalty;    // F32 [rows]
+  Tensor frequency_penalty;   // F32 [rows]
+  Tensor num_logprobs;        // I32 [rows]
+};
+
+// A step's penalty lists, CSR over rows: row r's entries are [offsets[r], offsets[r + 1]), each a
+// DISTINCT token of P u {t : c_t > 0} with its output count c_t (item 0); the runner leaves P out
+// when repetition_penalty == 1, where prompt-only tokens keep their value. Interleaving (token, count)
+// keeps the used part of the list one contiguous prefix, so the runner copies only what a step uses.
+// A row whose request has no penalties has an empty list (the ops never read its parameters).
+struct PenaltyTensors {
+  Tensor offsets;   // I32 [rows + 1]: offsets[0] = 0, non-decreasing, offsets[rows] <= capacity
+  Tensor entries;   // I32 [capacity, 2]: (token id in [0, V), output count >= 0)
+  Tensor original;  // F32 [capacity]: written by apply_penalties: the raw logit of each entry
+};
+
+// Logprob outputs of rows with num_logprobs >= 0 (other rows are neither read nor written).
+struct LogprobTensors {
+  Tensor logit_max;     // F32 [rows]: L_max of item 4 (written by raw_logprobs)
+  Tensor mass;          // I64 [rows]: Z of item 4 (written by raw_logprobs)
+  Tensor top_ids;       // I32 [rows, kMaxLogprobs]: the first min(n, V) written, most likely first
+  Tensor top_logprobs;  // F32 [rows, kMaxLogprobs]
+  Tensor sampled;       // F32 [rows]: logprob of the sampled token (written by sampled_logprobs)
 };
 
 // Host storage for SamplingTensors (tests, the CPU path, the runner's pinned staging is similar).
@@ -108,18 +177,24 @@ class HostSamplingBuffers {
   std::vector<float> min_p_;        // [rows]
   std::vector<int64_t> seed_;       // [rows]
   std::vector<int64_t> step_;       // [rows]
+  std::vector<float> repetition_penalty_;  // [rows]
+  std::vector<float> presence_penalty_;    // [rows]
+  std::vector<float> frequency_penalty_;   // [rows]
+  std::vector<int32_t> num_logprobs_;      // [rows]
   SamplingTensors tensors_;
 };
 
-// Row `row` of host tensors.
+// Row `row` of host tensors. The last four fields may be undefined: get reads them as neutral, set
+// refuses a non-neutral value for them.
 void set_sampling_row(const SamplingTensors& host, int64_t row, const SamplingParams& params);
 SamplingParams get_sampling_row(const SamplingTensors& host, int64_t row);
-// Rows [begin, end) become neutral: greedy, no filters, seed and step 0.
+// Rows [begin, end) become neutral: greedy, no filters, seed and step 0, no penalties, no logprobs.
 void set_neutral_sampling_rows(const SamplingTensors& host, int64_t begin, int64_t end);
 
 // Throws fg::Error naming the field and the row when a value is out of range:
 // temperature finite and 0 or >= kMinSamplingTemperature; top_k >= 0; top_p in (0, 1];
-// min_p in [0, 1]; step >= 0.
+// min_p in [0, 1]; step >= 0; repetition_penalty finite and > 0; presence_penalty and
+// frequency_penalty finite and in [-2, 2]; num_logprobs in [-1, kMaxLogprobs].
 void validate_sampling_params(const SamplingParams& params, int64_t row);
 // Rows [0, rows) of host tensors (shapes checked too).
 void validate_sampling_params(const SamplingTensors& host, int64_t rows);
@@ -129,5 +204,16 @@ void validate_sampling_params(const SamplingTensors& host, int64_t rows);
 // out_ids I32 [m]; out_logprobs undefined (not wanted) or F32 [m]; all on `device`.
 void check_sampling_args(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids,
                          const Tensor& out_logprobs, Device device, int64_t max_vocab);
+
+// The same for the penalty and logprob ops (backend.h), with messages naming the op and tensor:
+// logits F32 [m, V]; the parameter tensors they read 1-D with >= m rows; offsets I32 [>= m + 1];
+// entries I32 [capacity, 2]; original F32 [capacity]; logprob outputs [>= m] (top_* [>= m,
+// kMaxLogprobs]); ids I32 [>= m]; all on `device`.
+void check_penalty_args(const Tensor& logits, const SamplingTensors& params, const PenaltyTensors& penalties,
+                        Device device);
+void check_raw_logprob_args(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out,
+                            Device device);
+void check_sampled_logprob_args(const Tensor& logits, const Tensor& ids, const SamplingTensors& params,
+                                const PenaltyTensors& penalties, const LogprobTensors& out, Device device);
 
 }  // namespace fg

@@ -75,6 +75,17 @@ class CpuBackend final : public Backend {
   void sample(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) override {
     dispatch([=, this] { sample_now(logits, params, out_ids); });
   }
+  void raw_logprobs(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out) override {
+    dispatch([=, this] { raw_logprobs_now(logits, params, out); });
+  }
+  void apply_penalties(const Tensor& logits, const SamplingTensors& params,
+                       const PenaltyTensors& penalties) override {
+    dispatch([=, this] { apply_penalties_now(logits, params, penalties); });
+  }
+  void sampled_logprobs(const Tensor& logits, const Tensor& ids, const SamplingTensors& params,
+                        const PenaltyTensors& penalties, const LogprobTensors& out) override {
+    dispatch([=, this] { sampled_logprobs_now(logits, ids, params, penalties, out); });
+  }
 
  private:
   // Runs `op` now, or appends it to the graph being captured.
@@ -92,6 +103,10 @@ class CpuBackend final : public Backend {
   void silu_mul_now(const Tensor& gate, const Tensor& up, const Tensor& out);
   void gather_rows_now(const Tensor& x, const Tensor& indices, const Tensor& out);
   void sample_now(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids);
+  void raw_logprobs_now(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out);
+  void apply_penalties_now(const Tensor& logits, const SamplingTensors& params, const PenaltyTensors& penalties);
+  void sampled_logprobs_now(const Tensor& logits, const Tensor& ids, const SamplingTensors& params,
+                            const PenaltyTensors& penalties, const LogprobTensors& out);
 
   ThreadPool pool_;
   PaddingContract contract_;  // the defaults of DESIGN.md: the CPU attention needs nothing more

@@ -56,6 +56,7 @@ class CudaBackend final : public Backend {
   // before the first capture: it forgets the algorithms chosen so far.
   void set_matmul_buckets(std::vector<int64_t> sizes);
   void set_capture_sizes(const std::vector<int64_t>& sizes) override { set_matmul_buckets(sizes); }
+  void set_batch_invariant(bool on) override { batch_invariant_ = on; }
 
   // Device memory, zero-filled (so that no kernel ever meets uninitialised bf16 NaNs, e.g. in
   // KV-cache blocks that an attention tile reads past the context and masks).
@@ -94,6 +95,13 @@ class CudaBackend final : public Backend {
   void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override;
   // The GPU sampler of backend/cuda/sampling.h: bit-identical to the CPU reference sampler.
   void sample(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) override;
+  // Penalties and logprobs (penalty_kernels.h, logprob_kernels.h; cuda_sampling_ops.cpp):
+  // bit-identical to the CPU reference ops.
+  void raw_logprobs(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out) override;
+  void apply_penalties(const Tensor& logits, const SamplingTensors& params,
+                       const PenaltyTensors& penalties) override;
+  void sampled_logprobs(const Tensor& logits, const Tensor& ids, const SamplingTensors& params,
+                        const PenaltyTensors& penalties, const LogprobTensors& out) override;
 
   // linear() with the implementation forced (kSmallN takes at most 16 rows).
   void linear_with(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out);
@@ -101,6 +109,7 @@ class CudaBackend final : public Backend {
  private:
   int device_ = 0;
   int sm_count_ = 0;
+  bool batch_invariant_ = false;  // see Backend::set_batch_invariant
   cudaStream_t stream_ = nullptr;
   bool capturing_ = false;
   size_t graph_memory_bytes_ = 0;  // device memory taken by instantiated graphs

@@ -1,6 +1,7 @@
 // backend/cuda/cuda_linear.cpp — CudaBackend's linear: argument checks, then the small-n kernel
 // or cuBLASLt by the bucket rule (a pure function of n and the configured buckets, so an eager
 // run of n rows uses the implementation and algorithm of the graph that holds n).
+#include <algorithm>
 #include <climits>
 
 #include "backend/cuda/cublaslt_linear.h"
@@ -41,9 +42,24 @@ void CudaBackend::linear_with(LinearPath path, const Tensor& x, const Tensor& we
   cuda::require_aligned16(out, "linear output");
   if (n == 0) return;
 
-  if (path == LinearPath::kAuto) path = buckets_->small_n(n) ? LinearPath::kSmallN : LinearPath::kCublasLt;
   const void* bias_data = has_bias ? bias->data : nullptr;
   const bool out_f32 = out.dtype == DType::kF32;
+  if (path == LinearPath::kAuto && batch_invariant_) {
+    // The small-n kernel's arithmetic for a row depends on the weight's shape only (its n-side
+    // fragments are independent rows), so groups of 16 rows give every row the same bits at any n.
+    const int warps = cuda::small_n_linear_warps(out_features, sm_count_);
+    const size_t out_row_bytes = static_cast<size_t>(out_features) * dtype_size(out.dtype);
+    for (int64_t r = 0; r < n; r += cuda::kSmallNMaxRows) {
+      const int64_t rows = std::min(cuda::kSmallNMaxRows, n - r);
+      cuda::launch_small_n_linear(static_cast<const __nv_bfloat16*>(x.data) + r * in,
+                                  static_cast<const __nv_bfloat16*>(weight.data),
+                                  static_cast<const __nv_bfloat16*>(bias_data),
+                                  static_cast<char*>(out.data) + static_cast<size_t>(r) * out_row_bytes, out_f32,
+                                  rows, in, out_features, warps, stream_);
+    }
+    return;
+  }
+  if (path == LinearPath::kAuto) path = buckets_->small_n(n) ? LinearPath::kSmallN : LinearPath::kCublasLt;
   if (path == LinearPath::kSmallN) {
     FG_CHECK(n <= cuda::kSmallNMaxRows, "cuda backend: the small-n linear takes at most {} rows, got {}",
              cuda::kSmallNMaxRows, n);
