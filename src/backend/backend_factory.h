@@ -8,6 +8,7 @@
 // (A weak symbol or a static registrar would depend on which archive members the linker pulls in.)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,6 +30,8 @@ struct GpuBackendFactory {
   std::unique_ptr<Backend> (*create)(int device) = nullptr;
   // Gives a backend made by `create` its attention; returns the name of the one chosen.
   std::string (*set_attention)(Backend& backend, const GpuAttentionSpec& spec) = nullptr;
+  // Bytes of the backend's device memory free now, and in all (cudaMemGetInfo).
+  void (*memory_info)(Backend& backend, size_t* free_bytes, size_t* total_bytes) = nullptr;
 
   bool available() const { return create != nullptr && set_attention != nullptr; }
 };

@@ -15,6 +15,7 @@
 
 #include "backend/backend_factory.h"
 #include "backend/cpu/cpu_backend.h"
+#include "cli/batch_generate.h"
 #include "engine/greedy_generator.h"
 #include "model/model_loader.h"
 #include "model/safetensors.h"
@@ -46,7 +47,42 @@ struct GenerateOptions {
   std::string prompt;
   bool chat = false;
   std::string system, user, messages_file, chat_template_file;
+  // Batch mode (--prompts): the engine's options beyond the ones above.
+  std::string prompts_file, output_file, shape;
+  int64_t max_num_seqs = 64, max_model_len = 0, kv_cache_blocks = 0;
+  double gpu_memory_utilization = 0.9;
+  bool enable_prefix_caching = true, no_progress = false, batch_invariant = false;
+  uint64_t seed = 0;
 };
+
+BatchGenerateOptions batch_options(const GenerateOptions& o) {
+  BatchGenerateOptions b;
+  EngineSetupOptions& e = b.engine;
+  e.model_dir = o.model_dir;
+  e.shape = o.shape;
+  e.load_format = o.load_format;
+  e.device = o.device;
+  e.attention = o.attention;
+  e.threads = o.threads;
+  e.block_size = o.block_size;
+  e.rope_bf16 = o.rope_bf16;
+  e.enforce_eager = o.enforce_eager;
+  e.check_graph_inputs = o.check_graph_inputs;
+  e.max_num_batched_tokens = o.max_num_batched_tokens;
+  e.max_num_seqs = o.max_num_seqs;
+  e.max_model_len = o.max_model_len;
+  e.cuda_graph_sizes = o.cuda_graph_sizes;
+  e.kv_cache_blocks = o.kv_cache_blocks;
+  e.gpu_memory_utilization = o.gpu_memory_utilization;
+  e.enable_prefix_caching = o.enable_prefix_caching;
+  e.batch_invariant = o.batch_invariant;
+  e.seed = o.seed;
+  b.prompts_file = o.prompts_file;
+  b.output_file = o.output_file;
+  b.default_max_tokens = o.max_tokens;
+  b.progress = !o.no_progress;
+  return b;
+}
 
 // The tokenizer and chat template of the model folder, or the built-in ones.
 struct TextSide {
@@ -112,6 +148,14 @@ std::unique_ptr<Backend> make_backend(const GenerateOptions& o, const GpuBackend
 }
 
 void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
+  if (!o.prompts_file.empty()) {
+    FG_CHECK(o.prompt_ids.empty() && o.prompt.empty() && !o.chat && o.dump_logits.empty(),
+             "--prompts takes the prompts from the file: drop --prompt-ids, --prompt, --chat and --dump-logits");
+    FG_CHECK(o.max_tokens >= 1, "--max-tokens must be at least 1 with --prompts");
+    run_batch_generate(batch_options(o), gpu);
+    return;
+  }
+  FG_CHECK(o.shape.empty(), "--shape needs --prompts (a named shape has no tokenizer and dummy weights)");
   const bool text_mode = o.prompt_ids.empty();
   std::unique_ptr<TextSide> text;
   if (text_mode) text = std::make_unique<TextSide>(load_text_side(o));
@@ -268,6 +312,32 @@ void add_generate_command(CLI::App& app, GpuBackendFactory gpu) {
                   "GPU attention: auto (flash where it supports the model, else reference) | flash | split_kv | "
                   "reference")
       ->capture_default_str();
+  cmd->add_option("--prompts", options->prompts_file,
+                  "A JSONL file of requests ({\"prompt\"|\"prompt_ids\"|\"messages\": ..., plus sampling fields such "
+                  "as max_tokens, temperature, top_p, top_k, min_p, seed, stop, logprobs}) run as one batch; one JSON "
+                  "result per line");
+  cmd->add_option("--output", options->output_file, "With --prompts: write the results here instead of stdout");
+  cmd->add_option("--shape", options->shape,
+                  "With --prompts: a named shape with dummy weights instead of --model (llama-3.2-1b, llama-3.1-8b, "
+                  "qwen2.5-0.5b, qwen3-0.6b)");
+  cmd->add_option("--max-num-seqs", options->max_num_seqs, "With --prompts: most requests in one step")
+      ->capture_default_str();
+  cmd->add_option("--max-model-len", options->max_model_len, "With --prompts: context length limit (0 = the model's)")
+      ->capture_default_str();
+  cmd->add_option("--kv-cache-blocks", options->kv_cache_blocks,
+                  "With --prompts: KV-cache blocks (0 = from --gpu-memory-utilization, or 2 GiB on the CPU)")
+      ->capture_default_str();
+  cmd->add_option("--gpu-memory-utilization", options->gpu_memory_utilization,
+                  "With --prompts: share of GPU memory to use; the KV cache takes what the model leaves")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 0.99));
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", options->enable_prefix_caching,
+                "With --prompts: reuse the KV blocks of shared prompt prefixes (on by default)");
+  cmd->add_option("--seed", options->seed, "With --prompts: seed of the per-request seeds of requests giving none")
+      ->capture_default_str();
+  cmd->add_flag("--no-progress", options->no_progress, "With --prompts: no progress bar");
+  cmd->add_flag("--batch-invariant", options->batch_invariant,
+                "With --prompts: make each request's tokens independent of its batch (GPU: slower prefill)");
   cmd->callback([options, gpu] { run_generate(*options, gpu); });
 }
 

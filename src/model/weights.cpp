@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/host_buffer.h"
+#include "core/thread_pool.h"
 #include "model/safetensors.h"
 
 namespace fg {
@@ -155,6 +156,7 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
 
 ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed) {
   ModelWeights w = empty_weights(config);
+  ThreadPool pool;
   for (const WeightSpec& spec : expected_weights(config)) {
     int64_t numel = 1;
     for (int64_t d : spec.shape) numel *= d;
@@ -166,16 +168,20 @@ ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t
     const uint64_t stream = mix(seed ^ hash_name(spec.name));
 
     HostBuffer host(static_cast<size_t>(numel) * dtype_size(config.dtype));
-    for (int64_t i = 0; i < numel; ++i) {
-      // uniform in [-1, 1) from the top 53 bits
-      const double u = static_cast<double>(mix(stream + static_cast<uint64_t>(i)) >> 11) * 0x1p-52 - 1.0;
-      const float value = static_cast<float>(center + scale * u);
-      switch (config.dtype) {
-        case DType::kBF16: reinterpret_cast<uint16_t*>(host.data())[i] = float_to_bf16(value); break;
-        case DType::kF16: reinterpret_cast<uint16_t*>(host.data())[i] = float_to_f16(value); break;
-        default: reinterpret_cast<float*>(host.data())[i] = value; break;
+    // Each value is a function of its index alone, so the threads' split changes nothing (an 8B
+    // shape is 8e9 values: minutes on one core).
+    pool.parallel_for(numel, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        // uniform in [-1, 1) from the top 53 bits
+        const double u = static_cast<double>(mix(stream + static_cast<uint64_t>(i)) >> 11) * 0x1p-52 - 1.0;
+        const float value = static_cast<float>(center + scale * u);
+        switch (config.dtype) {
+          case DType::kBF16: reinterpret_cast<uint16_t*>(host.data())[i] = float_to_bf16(value); break;
+          case DType::kF16: reinterpret_cast<uint16_t*>(host.data())[i] = float_to_f16(value); break;
+          default: reinterpret_cast<float*>(host.data())[i] = value; break;
+        }
       }
-    }
+    });
     Allocation a = backend.allocate(config.dtype, {numel});
     backend.copy_from_host(a.tensor, host.data());
     Tensor* slot = slot_for(w, config, spec.name);

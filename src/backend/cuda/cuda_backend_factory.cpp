@@ -3,6 +3,7 @@
 #include "attention/cuda/reference_attention.h"
 #include "backend/backend_factory.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
 
 namespace fg {
 
@@ -30,6 +31,11 @@ std::string set_cuda_attention(Backend& backend, const GpuAttentionSpec& spec) {
   return cuda->attention_backend()->name();
 }
 
+void cuda_memory_info(Backend& backend, size_t* free_bytes, size_t* total_bytes) {
+  as_cuda(backend, "device memory information");  // the current device is the backend's
+  FG_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+}
+
 }  // namespace
 
 std::unique_ptr<AttentionBackend> make_cuda_attention(const std::string& name, const AttentionLimits& limits) {
@@ -47,7 +53,7 @@ std::unique_ptr<AttentionBackend> make_cuda_attention(const std::string& name, c
 }
 
 GpuBackendFactory cuda_backend_factory() {
-  return {&create_cuda_backend, &set_cuda_attention};
+  return {&create_cuda_backend, &set_cuda_attention, &cuda_memory_info};
 }
 
 }  // namespace fg

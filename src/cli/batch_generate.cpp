@@ -1,0 +1,184 @@
+// cli/batch_generate.cpp — see batch_generate.h.
+#include "cli/batch_generate.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/request_json.h"
+
+namespace fg::cli {
+
+namespace {
+
+struct BatchItem {
+  RequestSpec spec;
+  std::vector<int32_t> tokens;
+  std::string text;
+  nlohmann::json logprobs = nlohmann::json::array();
+  FinishReason reason = FinishReason::kNone;
+  std::optional<std::variant<int32_t, std::string>> stop_reason;
+  int64_t cached_tokens = 0;
+  bool done = false;
+};
+
+std::vector<int32_t> prompt_of(const nlohmann::json& line, const EngineSetup& setup, size_t number) {
+  const int given = line.contains("prompt") + line.contains("prompt_ids") + line.contains("messages");
+  FG_CHECK(given == 1, "line {}: give exactly one of \"prompt\", \"prompt_ids\" and \"messages\"", number);
+  if (line.contains("prompt_ids")) {
+    const nlohmann::json& ids = line["prompt_ids"];
+    FG_CHECK(ids.is_array() && !ids.empty(), "line {}: \"prompt_ids\" must be a non-empty list of token ids", number);
+    std::vector<int32_t> out;
+    for (const auto& id : ids) {
+      FG_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() <= INT32_MAX,
+               "line {}: \"prompt_ids\" holds {}, not a token id", number, id.dump());
+      out.push_back(id.get<int32_t>());
+    }
+    return out;
+  }
+  FG_CHECK(setup.tokenizer != nullptr, "line {}: text prompts need a tokenizer, and {} has none (use prompt_ids)",
+           number, setup.source);
+  if (line.contains("prompt")) {
+    FG_CHECK(line["prompt"].is_string(), "line {}: \"prompt\" must be a string", number);
+    return setup.tokenizer->encode(line["prompt"].get<std::string>(), /*add_special_tokens=*/true);
+  }
+  const nlohmann::json& messages = line["messages"];
+  FG_CHECK(messages.is_array() && !messages.empty(), "line {}: \"messages\" must be a non-empty list", number);
+  FG_CHECK(!setup.chat.chat_template.empty(), "line {}: the model has no chat template", number);
+  ChatRenderOptions options;
+  options.add_generation_prompt = true;
+  const std::string rendered = render_chat(setup.chat, nlohmann::ordered_json(messages), options);
+  return setup.tokenizer->encode(rendered, /*add_special_tokens=*/false);
+}
+
+nlohmann::json logprobs_json(const TokenLogprobs& lp, int32_t token) {
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& [id, value] : lp.top) top.push_back({{"id", id}, {"logprob", value}});
+  return {{"id", token}, {"logprob", lp.logprob}, {"top", top}};
+}
+
+void draw_progress(size_t done, size_t total, double seconds, int64_t generated) {
+  constexpr int kWidth = 30;
+  const int filled = total == 0 ? kWidth : static_cast<int>(kWidth * done / total);
+  fmt::print(stderr, "\r[{}{}] {}/{} requests, {:.0f} output tok/s", std::string(static_cast<size_t>(filled), '='),
+             std::string(static_cast<size_t>(kWidth - filled), ' '), done, total,
+             seconds > 0 ? generated / seconds : 0.0);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+void run_batch_generate(const BatchGenerateOptions& o, const GpuBackendFactory& gpu) {
+  std::ifstream in(o.prompts_file);
+  FG_CHECK(in.good(), "--prompts: cannot read {}", o.prompts_file);
+  const auto log = [](const std::string& line) { fmt::print(stderr, "fullgraph: {}\n", line); };
+  std::unique_ptr<EngineSetup> setup = build_engine(o.engine, gpu, log);
+  Engine& engine = *setup->engine;
+
+  // Every line is parsed and checked before anything runs: a bad line costs no work.
+  std::vector<BatchItem> items;
+  std::string text;
+  for (size_t number = 1; std::getline(in, text); ++number) {
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json line;
+    try {
+      line = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      fail("{} line {}: not JSON ({})", o.prompts_file, number, e.what());
+    }
+    FG_CHECK(line.is_object(), "{} line {}: expected a JSON object", o.prompts_file, number);
+    BatchItem item;
+    item.spec.stop.max_tokens = o.default_max_tokens;
+    try {
+      item.spec.prompt = prompt_of(line, *setup, number);
+      read_request_fields(line, item.spec);
+    } catch (const Error& e) {
+      fail("{} line {}: {}", o.prompts_file, number, e.what());
+    }
+    items.push_back(std::move(item));
+  }
+  FG_CHECK(!items.empty(), "--prompts {}: no prompts", o.prompts_file);
+
+  size_t finished = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    BatchItem* item = &items[i];
+    item->spec.on_output = [item, &finished](const RequestOutput& d) {
+      item->tokens.insert(item->tokens.end(), d.token_ids.begin(), d.token_ids.end());
+      item->text += d.text;
+      for (size_t k = 0; k < d.logprobs.size() && k < d.token_ids.size(); ++k)
+        item->logprobs.push_back(logprobs_json(d.logprobs[k], d.token_ids[k]));
+      if (d.finished) {
+        item->done = true;
+        item->reason = d.finish_reason;
+        item->stop_reason = d.stop_reason;
+        item->cached_tokens = d.num_cached_tokens;
+        ++finished;
+      }
+    };
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto seconds_since_start = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    try {
+      engine.submit(items[i].spec);
+    } catch (const Error& e) {
+      fail("{} request {}: {}", o.prompts_file, i + 1, e.what());
+    }
+  }
+  auto last_draw = start;
+  while (engine.step()) {
+    if (o.progress && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(200)) {
+      draw_progress(finished, items.size(), seconds_since_start(), engine.stats().generated_tokens);
+      last_draw = std::chrono::steady_clock::now();
+    }
+  }
+  const double seconds = seconds_since_start();
+  const EngineStats stats = engine.stats();
+  if (o.progress) {
+    draw_progress(finished, items.size(), seconds, stats.generated_tokens);
+    fmt::print(stderr, "\n");
+  }
+
+  std::ofstream file;
+  if (!o.output_file.empty()) {
+    file.open(o.output_file);
+    FG_CHECK(file.good(), "--output: cannot write {}", o.output_file);
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    const BatchItem& item = items[i];
+    nlohmann::json out = {{"index", i},
+                          {"prompt_tokens", item.spec.prompt.size()},
+                          {"cached_tokens", item.cached_tokens},
+                          {"token_ids", item.tokens},
+                          {"finish_reason", finish_reason_name(item.reason)}};
+    if (setup->tokenizer) out["text"] = item.text;
+    if (item.stop_reason) {
+      if (std::holds_alternative<int32_t>(*item.stop_reason)) out["stop_reason"] = std::get<int32_t>(*item.stop_reason);
+      else out["stop_reason"] = std::get<std::string>(*item.stop_reason);
+    }
+    if (item.spec.sampling.num_logprobs >= 0) out["logprobs"] = item.logprobs;
+    const std::string line = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (file.is_open()) file << line << '\n';
+    else fmt::print("{}\n", line);
+  }
+
+  const KvBlockManager::Stats& kv = setup->blocks->stats();
+  fmt::print(stderr,
+             "fullgraph: {} requests in {:.2f} s: {} prompt tokens, {} generated; {:.1f} output tok/s, {:.1f} total "
+             "tok/s\n",
+             items.size(), seconds, stats.prompt_tokens, stats.generated_tokens, stats.generated_tokens / seconds,
+             (stats.prompt_tokens + stats.generated_tokens) / seconds);
+  fmt::print(stderr,
+             "fullgraph: {} steps, mean batch {:.1f} requests, {:.1f}% graph replays ({} graph, {} eager), {} "
+             "preemptions, prefix cache hit {}/{} tokens\n",
+             stats.steps, stats.steps ? double(stats.scheduled_requests) / stats.steps : 0.0,
+             stats.steps ? 100.0 * stats.graph_steps / stats.steps : 0.0, stats.graph_steps, stats.eager_steps,
+             engine.num_preemptions(), kv.prefix_hit_tokens, kv.prefix_query_tokens);
+}
+
+}  // namespace fg::cli

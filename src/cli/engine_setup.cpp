@@ -1,0 +1,209 @@
+// cli/engine_setup.cpp — building the engine stack from options (see engine_setup.h).
+#include "cli/engine_setup.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu/cpu_backend.h"
+#include "model/model_loader.h"
+#include "model/named_shapes.h"
+#include "model/weights.h"
+#include "tokenizer/builtin_tokenizer.h"
+
+namespace fg::cli {
+
+void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
+  cmd.add_option("--model", o.model_dir,
+                 "Hugging Face checkpoint folder (config.json + *.safetensors); omit for the built-in tiny model");
+  cmd.add_option("--shape", o.shape,
+                 "Instead of --model: a named shape with dummy weights (llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, "
+                 "qwen3-0.6b); prompts must then be token ids");
+  cmd.add_option("--load-format", o.load_format, "auto | safetensors | dummy (random weights)")->capture_default_str();
+  cmd.add_option("--device", o.device, "cpu | cuda")->capture_default_str();
+  cmd.add_option("--attention", o.attention, "GPU attention: auto | flash | split_kv | reference")
+      ->capture_default_str();
+  cmd.add_option("--threads", o.threads, "CPU threads (0 = all hardware threads)")->capture_default_str();
+  cmd.add_option("--block-size", o.block_size, "Tokens per KV-cache block")->capture_default_str();
+  cmd.add_flag("--rope-inv-freq-bf16", o.rope_bf16,
+               "Round RoPE inverse frequencies to bf16, as a transformers model cast with .to(torch.bfloat16) does");
+  cmd.add_flag("--enforce-eager", o.enforce_eager, "Run every step eagerly (no CUDA graphs)");
+  cmd.add_flag("--check-graph-inputs", o.check_graph_inputs,
+               "Validate every step's metadata against the attention backend's padding contract");
+  cmd.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "Token budget of one step")
+      ->capture_default_str();
+  cmd.add_option("--max-num-seqs", o.max_num_seqs, "Most requests in one step")->capture_default_str();
+  cmd.add_option("--max-model-len", o.max_model_len, "Context length limit (0 = the model's)")->capture_default_str();
+  cmd.add_option("--cuda-graph-sizes", o.cuda_graph_sizes, "Token counts to capture graphs for, e.g. 1,2,4,8");
+  cmd.add_option("--kv-cache-blocks", o.kv_cache_blocks,
+                 "KV-cache blocks (0 = size the pool from --gpu-memory-utilization, or on the CPU from 2 GiB)")
+      ->capture_default_str();
+  cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                 "Share of the GPU's memory this process may use; the KV cache takes what the model leaves")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 0.99));
+  cmd.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", o.enable_prefix_caching,
+               "Reuse the KV blocks of shared prompt prefixes (on by default)");
+  cmd.add_flag("--batch-invariant", o.batch_invariant,
+               "Make each request's tokens independent of what it is batched with (GPU: slower prefill)");
+  cmd.add_option("--seed", o.seed, "Seed of the per-request seeds of requests that give none")->capture_default_str();
+}
+
+std::vector<int32_t> generation_config_eos_ids(const std::string& model_dir) {
+  const std::filesystem::path path = std::filesystem::path(model_dir) / "generation_config.json";
+  if (model_dir.empty() || !std::filesystem::exists(path)) return {};
+  std::ifstream in(path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: not JSON ({})", path.string(), e.what());
+  }
+  std::vector<int32_t> ids;
+  if (!j.is_object() || !j.contains("eos_token_id") || j["eos_token_id"].is_null()) return ids;
+  const nlohmann::json& e = j["eos_token_id"];
+  const auto take = [&](const nlohmann::json& v) {
+    FG_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= INT32_MAX,
+             "{}: eos_token_id holds {}, not a token id", path.string(), v.dump());
+    ids.push_back(v.get<int32_t>());
+  };
+  if (e.is_array()) {
+    for (const auto& v : e) take(v);
+  } else {
+    take(e);
+  }
+  return ids;
+}
+
+namespace {
+
+int64_t kv_bytes_per_block(const ModelConfig& c, int64_t block_size, DType dtype) {
+  return c.num_layers * 2 * block_size * c.num_kv_heads * c.head_dim * static_cast<int64_t>(dtype_size(dtype));
+}
+
+}  // namespace
+
+std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const GpuBackendFactory& gpu,
+                                          const std::function<void(const std::string&)>& log) {
+  auto s = std::make_unique<EngineSetup>();
+  FG_CHECK(o.block_size >= 1, "--block-size must be positive");
+  FG_CHECK(o.max_num_batched_tokens >= 1 && o.max_num_seqs >= 1,
+           "--max-num-batched-tokens and --max-num-seqs must be positive");
+  FG_CHECK(o.shape.empty() || o.model_dir.empty(), "give --model or --shape, not both");
+  if (o.device == "cpu") {
+    s->backend = std::make_unique<CpuBackend>(o.threads);
+  } else {
+    FG_CHECK(o.device == "cuda", "unknown --device '{}' (expected cpu or cuda)", o.device);
+    FG_CHECK(gpu.available(), "--device cuda: this build has no CUDA backend (nvcc was not found when it was configured)");
+    s->backend = gpu.create(0);
+  }
+  Backend& backend = *s->backend;
+  backend.set_batch_invariant(o.batch_invariant);
+
+  ModelWeights weights;
+  if (!o.shape.empty()) {
+    s->config = named_model_config(o.shape);
+    s->source = o.shape + " (dummy weights)";
+    weights = dummy_weights(s->config, backend);
+  } else {
+    LoadOptions load;
+    load.format = parse_load_format(o.load_format);
+    load.round_rope_inv_freq_to_bf16 = o.rope_bf16;
+    LoadedModel loaded = load_model(o.model_dir, load, backend);
+    s->config = loaded.config;
+    s->source = loaded.source;
+    weights = std::move(loaded.weights);
+    if (o.model_dir.empty()) {
+      s->tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_json(builtin_tokenizer_json(), "built-in tokenizer"));
+      s->chat = {builtin_chat_template(), "<|begin_of_text|>", "<|end_of_text|>"};
+    } else if (std::filesystem::exists(o.model_dir + "/tokenizer.json")) {
+      s->tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_file(o.model_dir + "/tokenizer.json"));
+      s->chat = load_chat_template_config(o.model_dir, /*require_template=*/false);
+    }
+  }
+  const ModelConfig& c = s->config;
+  const int64_t max_model_len = o.max_model_len > 0 ? o.max_model_len : c.max_position_embeddings;
+  FG_CHECK(max_model_len <= c.max_position_embeddings, "--max-model-len {} exceeds the model's context length {}",
+           max_model_len, c.max_position_embeddings);
+  for (int64_t id : c.eos_token_ids) s->eos_token_ids.push_back(static_cast<int32_t>(id));
+  for (int32_t id : generation_config_eos_ids(o.model_dir))
+    if (std::find(s->eos_token_ids.begin(), s->eos_token_ids.end(), id) == s->eos_token_ids.end())
+      s->eos_token_ids.push_back(id);
+
+  const int64_t max_seqs = std::min(o.max_num_seqs, o.max_num_batched_tokens);
+  s->max_model_len = max_model_len;
+  s->max_num_seqs = max_seqs;
+  if (backend.device() == Device::kCuda) {
+    GpuAttentionSpec spec;
+    spec.name = o.attention;
+    spec.max_tokens = o.max_num_batched_tokens;
+    spec.max_reqs = max_seqs;
+    spec.max_context = max_model_len;
+    spec.num_heads = c.num_heads;
+    spec.num_kv_heads = c.num_kv_heads;
+    spec.head_dim = c.head_dim;
+    spec.block_size = o.block_size;
+    s->attention = gpu.set_attention(backend, spec);
+  }
+  s->model = std::make_unique<LlamaModel>(c, std::move(weights), backend, o.max_num_batched_tokens, max_seqs);
+
+  // The KV pool: what is asked for, or what the memory budget leaves.
+  const DType kv_dtype = backend.activation_dtype();
+  const int64_t per_block = kv_bytes_per_block(c, o.block_size, kv_dtype);
+  int64_t num_blocks = o.kv_cache_blocks;
+  std::string sized_by = "--kv-cache-blocks";
+  if (num_blocks <= 0) {
+    double budget = 0.0;
+    if (backend.device() == Device::kCuda) {
+      FG_CHECK(gpu.memory_info != nullptr, "this build cannot query GPU memory; give --kv-cache-blocks");
+      size_t free_bytes = 0, total_bytes = 0;
+      gpu.memory_info(backend, &free_bytes, &total_bytes);
+      // Room kept for the graphs, cuBLASLt's workspace and the step arena, which come later.
+      const double reserve = 1.5 * (1 << 30);
+      const double used = static_cast<double>(total_bytes - free_bytes);
+      budget = o.gpu_memory_utilization * static_cast<double>(total_bytes) - used - reserve;
+      sized_by = fmt::format("--gpu-memory-utilization {:.2f} of {:.1f} GiB ({:.1f} GiB in use, 1.5 GiB kept back)",
+                             o.gpu_memory_utilization, total_bytes / double(1 << 30), used / double(1 << 30));
+    } else {
+      budget = o.cpu_kv_cache_gib * (1 << 30);
+      sized_by = fmt::format("the CPU budget of {:.1f} GiB", o.cpu_kv_cache_gib);
+    }
+    num_blocks = static_cast<int64_t>(budget / static_cast<double>(per_block));
+    // More blocks than every request could use at once only waste memory.
+    const int64_t useful = max_seqs * ((max_model_len + o.block_size - 1) / o.block_size) + 1;
+    num_blocks = std::min(num_blocks, useful);
+  }
+  FG_CHECK(num_blocks >= 2, "the KV cache gets {} blocks of {} bytes ({}): too little memory for even one block",
+           num_blocks, per_block, sized_by);
+  s->kv = allocate_kv_cache(backend, c, num_blocks, o.block_size, kv_dtype);
+  log(fmt::format("KV cache: {} blocks of {} tokens ({} tokens, {:.2f} GiB, {}), sized by {}", num_blocks - 1,
+                  o.block_size, (num_blocks - 1) * o.block_size, num_blocks * per_block / double(1 << 30),
+                  dtype_name(kv_dtype), sized_by));
+
+  RunnerOptions ro;
+  ro.max_num_tokens = o.max_num_batched_tokens;
+  ro.max_num_seqs = max_seqs;
+  ro.max_model_len = max_model_len;
+  ro.enforce_eager = o.enforce_eager;
+  ro.check_graph_inputs = o.check_graph_inputs;
+  if (!o.cuda_graph_sizes.empty()) ro.capture_sizes = parse_capture_sizes(o.cuda_graph_sizes, o.max_num_batched_tokens);
+  s->runner = std::make_unique<ModelRunner>(*s->model, s->kv, ro, log);
+  s->runner->capture_graphs(/*show_progress=*/true);
+  s->executor = std::make_unique<RunnerExecutor>(*s->runner);
+  s->blocks = std::make_unique<KvBlockManager>(KvBlockManagerOptions{num_blocks, o.block_size, o.enable_prefix_caching});
+
+  EngineOptions eo;
+  eo.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
+  eo.scheduler.max_num_seqs = max_seqs;
+  eo.max_model_len = max_model_len;
+  eo.vocab_size = c.vocab_size;
+  eo.eos_token_ids = s->eos_token_ids;
+  eo.seed = o.seed;
+  s->engine = std::make_unique<Engine>(*s->executor, *s->blocks, s->tokenizer.get(), eo);
+  return s;
+}
+
+}  // namespace fg::cli

@@ -1,0 +1,234 @@
+// engine/engine.cpp — the engine loop: schedule, run, append, detokenize, stop, stream.
+#include "engine/engine.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace fg {
+
+struct Engine::Request {
+  SchedRequest sched;  // tokens = prompt + generated
+  SamplingParams sampling;
+  RequestOutputProcessor output;
+  std::function<void(const RequestOutput&)> on_output;
+  bool finished = false;
+  // Not yet delivered:
+  std::vector<int32_t> pending_ids;
+  std::string pending_text;
+  std::vector<TokenLogprobs> pending_logprobs;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::optional<std::variant<int32_t, std::string>> stop_reason;
+
+  Request(const Tokenizer* tokenizer, StopConditions stop) : output(tokenizer, std::move(stop)) {}
+  int64_t num_generated() const { return static_cast<int64_t>(sched.tokens.size()) - sched.num_prompt_tokens; }
+};
+
+Engine::Engine(StepExecutor& executor, KvBlockManager& kv, const Tokenizer* tokenizer, EngineOptions options)
+    : executor_(executor),
+      kv_(kv),
+      tokenizer_(tokenizer),
+      options_(std::move(options)),
+      scheduler_(options_.scheduler, kv),
+      seed_generator_(options_.seed) {
+  FG_CHECK(options_.vocab_size >= 1, "engine: vocab_size must be positive");
+  FG_CHECK(options_.max_model_len >= 1, "engine: max_model_len must be positive");
+}
+
+Engine::~Engine() = default;
+
+uint64_t Engine::submit(RequestSpec spec) {
+  const int64_t prompt_len = static_cast<int64_t>(spec.prompt.size());
+  FG_CHECK(prompt_len >= 1, "the prompt is empty");
+  for (int64_t i = 0; i < prompt_len; ++i)
+    FG_CHECK(spec.prompt[i] >= 0 && spec.prompt[i] < options_.vocab_size,
+             "prompt token id {} at position {} is outside the vocabulary of {}", spec.prompt[i], i,
+             options_.vocab_size);
+  if (spec.stop.eos_token_ids.empty()) spec.stop.eos_token_ids = options_.eos_token_ids;
+  validate_stop_conditions(spec.stop);
+  FG_CHECK(spec.stop.stop.empty() || tokenizer_ != nullptr, "stop strings need a tokenizer");
+  const int64_t max_tokens = spec.stop.max_tokens;
+  FG_CHECK(prompt_len + max_tokens <= options_.max_model_len,
+           "the prompt ({} tokens) plus max_tokens ({}) is {} tokens, more than the context length {}", prompt_len,
+           max_tokens, prompt_len + max_tokens, options_.max_model_len);
+  // The last generated token's KV is never computed.
+  const int64_t kv_blocks = kv_.blocks_for(prompt_len + max_tokens - 1);
+  FG_CHECK(kv_blocks <= kv_.num_usable_blocks(),
+           "the request needs {} KV blocks of {} tokens ({} prompt + {} new tokens) but the cache holds {}; it could "
+           "never run",
+           kv_blocks, kv_.block_size(), prompt_len, max_tokens, kv_.num_usable_blocks());
+  spec.sampling.step = 0;
+  validate_sampling_params(spec.sampling, 0);
+
+  auto request = std::make_shared<Request>(tokenizer_, std::move(spec.stop));
+  std::vector<RequestOutput> none;
+  {
+    std::lock_guard lock(mutex_);
+    if (!spec.has_seed) spec.sampling.seed = static_cast<int64_t>(seed_generator_());
+    request->sampling = spec.sampling;
+    request->on_output = std::move(spec.on_output);
+    request->sched.id = next_id_++;
+    request->sched.arrival = next_arrival_++;
+    request->sched.tokens = std::move(spec.prompt);
+    request->sched.num_prompt_tokens = prompt_len;
+    requests_.emplace(request->sched.id, request);
+    scheduler_.add(&request->sched);
+    stats_.prompt_tokens += prompt_len;
+  }
+  return request->sched.id;
+}
+
+bool Engine::cancel(uint64_t id) {
+  std::shared_ptr<Request> request;
+  RequestOutput output;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = requests_.find(id);
+    if (it == requests_.end()) return false;
+    request = it->second;
+    request->finish_reason = FinishReason::kAbort;
+    ++stats_.cancelled_requests;
+    finish(*request);
+    output = delta_of(*request);
+  }
+  if (request->on_output) request->on_output(output);
+  return true;
+}
+
+void Engine::cancel_all() {
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, request] : requests_) ids.push_back(id);
+  }
+  for (uint64_t id : ids) cancel(id);
+}
+
+void Engine::finish(Request& request) {
+  request.finished = true;
+  scheduler_.remove(&request.sched);  // frees the blocks now
+  requests_.erase(request.sched.id);  // the caller (or the step in flight) still holds the object
+}
+
+RequestOutput Engine::delta_of(const Request& request) const {
+  RequestOutput d;
+  d.id = request.sched.id;
+  d.token_ids = request.pending_ids;
+  d.text = request.pending_text;
+  d.logprobs = request.pending_logprobs;
+  d.finished = request.finished;
+  d.finish_reason = request.finish_reason;
+  d.stop_reason = request.stop_reason;
+  d.num_prompt_tokens = request.sched.num_prompt_tokens;
+  d.num_generated_tokens = request.num_generated();
+  d.num_cached_tokens = std::max<int64_t>(0, request.sched.num_cached_tokens);
+  return d;
+}
+
+RequestOutput Engine::accept_token(Request& request, int32_t token, const TokenLogprobs* logprobs) {
+  request.sched.tokens.push_back(token);
+  ++stats_.generated_tokens;
+  const OutputDelta delta = request.output.push(token);
+  request.pending_ids.push_back(token);
+  request.pending_text += delta.text;
+  if (logprobs != nullptr) request.pending_logprobs.push_back(*logprobs);
+  if (delta.finished) {
+    request.finish_reason = delta.reason;
+    request.stop_reason = delta.stop_reason;
+    ++stats_.finished_requests;
+    finish(request);
+  }
+  RequestOutput output = delta_of(request);
+  request.pending_ids.clear();
+  request.pending_text.clear();
+  request.pending_logprobs.clear();
+  return output;
+}
+
+bool Engine::step() {
+  SchedulerOutput plan;
+  std::vector<std::shared_ptr<Request>> in_flight;  // [chunks]
+  std::vector<std::vector<int32_t>> block_ids;      // [chunks][blocks]: copies, since cancel() frees
+  std::vector<ScheduledRequest> scheduled;          // [chunks]
+  {
+    std::lock_guard lock(mutex_);
+    if (!scheduler_.has_work()) return false;
+    plan = scheduler_.schedule();
+    FG_CHECK(!plan.empty(), "engine: {} requests wait or run but none could be scheduled (KV cache of {} blocks)",
+             scheduler_.num_waiting() + scheduler_.num_running(), kv_.num_usable_blocks());
+    in_flight.reserve(plan.chunks.size());
+    block_ids.reserve(plan.chunks.size());
+    scheduled.reserve(plan.chunks.size());
+    for (const ScheduledChunk& chunk : plan.chunks) {
+      SchedRequest* s = chunk.request;
+      in_flight.push_back(requests_.at(s->id));
+      const Request& request = *in_flight.back();
+      const std::span<const int32_t> blocks = kv_.block_ids(s->id);
+      block_ids.emplace_back(blocks.begin(), blocks.end());
+      ScheduledRequest r;
+      r.token_ids = std::span<const int32_t>(s->tokens.data() + s->num_computed, static_cast<size_t>(chunk.num_tokens));
+      r.num_computed = s->num_computed;
+      r.block_ids = block_ids.back();
+      r.sampling = request.sampling;
+      r.sampling.step = request.num_generated();
+      r.prompt_ids = std::span<const int32_t>(s->tokens.data(), static_cast<size_t>(s->num_prompt_tokens));
+      r.output_ids = std::span<const int32_t>(s->tokens.data() + s->num_prompt_tokens,
+                                              static_cast<size_t>(request.num_generated()));
+      scheduled.push_back(r);
+    }
+  }
+
+  const StepResult result = executor_.execute(scheduled);
+  FG_CHECK(result.sampled.size() == scheduled.size(), "engine: the step returned {} tokens for {} requests",
+           result.sampled.size(), scheduled.size());
+
+  std::vector<RequestOutput> outputs;
+  std::vector<std::shared_ptr<Request>> owners;  // [outputs]: whose callback runs
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.steps;
+    ++(result.replayed ? stats_.graph_steps : stats_.eager_steps);
+    stats_.scheduled_requests += static_cast<int64_t>(scheduled.size());
+    scheduler_.finish_step(plan);
+    for (size_t i = 0; i < plan.chunks.size(); ++i) {
+      Request& request = *in_flight[i];
+      if (request.finished) continue;  // cancelled while the step ran
+      // A prefill chunk that stops short of the end samples a token nobody asked for.
+      if (request.sched.num_computed < static_cast<int64_t>(request.sched.tokens.size())) continue;
+      const TokenLogprobs* logprobs =
+          request.sampling.num_logprobs >= 0 && i < result.logprobs.size() ? &result.logprobs[i] : nullptr;
+      outputs.push_back(accept_token(request, result.sampled[i], logprobs));
+      owners.push_back(in_flight[i]);
+    }
+  }
+  for (size_t k = 0; k < outputs.size(); ++k)
+    if (owners[k]->on_output) owners[k]->on_output(outputs[k]);
+  return true;
+}
+
+bool Engine::has_unfinished() const {
+  std::lock_guard lock(mutex_);
+  return !requests_.empty();
+}
+
+size_t Engine::num_running() const {
+  std::lock_guard lock(mutex_);
+  return scheduler_.num_running();
+}
+
+size_t Engine::num_waiting() const {
+  std::lock_guard lock(mutex_);
+  return scheduler_.num_waiting();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+int64_t Engine::num_preemptions() const {
+  std::lock_guard lock(mutex_);
+  return scheduler_.num_preemptions();
+}
+
+}  // namespace fg

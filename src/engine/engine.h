@@ -1,0 +1,119 @@
+// engine/engine.h — the engine API the CLI and the server use: submit requests, cancel them, and
+// receive each request's stream of deltas (new token ids, new text, logprobs, the finish).
+//
+// One thread drives step(); submit() and cancel() may come from any thread. A step schedules
+// under the engine lock, runs the model without it, then appends the sampled tokens, checks stop
+// conditions and collects the deltas under the lock again; the deltas' callbacks run after the
+// lock is released (so a callback may call cancel()). cancel() frees the request's KV blocks at
+// once: a step in flight may still write them, but no other request can own them before the
+// next schedule, which waits for that step.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv_block_manager.h"
+#include "engine/request_output.h"
+#include "engine/scheduler.h"
+#include "engine/step_executor.h"
+#include "tokenizer/tokenizer.h"
+
+namespace fg {
+
+// One delta of a request's stream. The deltas of a request, joined, are its whole output.
+struct RequestOutput {
+  uint64_t id = 0;
+  std::vector<int32_t> token_ids;       // the tokens generated since the previous delta
+  std::string text;                     // their text (held back while it may become a stop string)
+  std::vector<TokenLogprobs> logprobs;  // one per token of token_ids when the request asked for logprobs
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::optional<std::variant<int32_t, std::string>> stop_reason;
+  int64_t num_prompt_tokens = 0;
+  int64_t num_generated_tokens = 0;  // in all deltas so far
+  int64_t num_cached_tokens = 0;     // prompt tokens the prefix cache supplied
+};
+
+struct RequestSpec {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;       // `step` is the engine's; `seed` is used only when has_seed
+  bool has_seed = false;         // else the engine draws one
+  StopConditions stop;           // eos_token_ids empty: the engine's (the model's) are used
+  std::function<void(const RequestOutput&)> on_output;  // runs on the stepping thread
+};
+
+struct EngineOptions {
+  SchedulerConfig scheduler;
+  int64_t max_model_len = 0;  // prompt + max_tokens limit
+  int64_t vocab_size = 0;
+  std::vector<int32_t> eos_token_ids;
+  uint64_t seed = 0;          // of the generator of per-request seeds
+};
+
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t graph_steps = 0;
+  int64_t eager_steps = 0;
+  int64_t scheduled_requests = 0;  // sum over steps of the requests in the step
+  int64_t prompt_tokens = 0;       // of submitted requests
+  int64_t generated_tokens = 0;
+  int64_t finished_requests = 0;
+  int64_t cancelled_requests = 0;
+};
+
+class Engine {
+ public:
+  // `tokenizer` may be null (no text, no stop strings). executor and kv must outlive the engine.
+  Engine(StepExecutor& executor, KvBlockManager& kv, const Tokenizer* tokenizer, EngineOptions options);
+  ~Engine();
+
+  // Validates the request and queues it; throws fg::Error naming the problem (an empty prompt,
+  // an id outside the vocabulary, prompt + max_tokens past max_model_len, a request whose KV
+  // could never fit in the cache, a bad sampling or stop parameter). Returns the request id.
+  uint64_t submit(RequestSpec spec);
+  // Finishes the request with reason "abort" and frees its blocks now. False for unknown or
+  // already finished ids.
+  bool cancel(uint64_t id);
+  // Cancels every unfinished request (each stream ends with reason "abort").
+  void cancel_all();
+
+  // Runs one step; false when no request was waiting or running.
+  bool step();
+  bool has_unfinished() const;
+  size_t num_running() const;
+  size_t num_waiting() const;
+  EngineStats stats() const;
+  int64_t num_preemptions() const;
+  const KvBlockManager& kv() const { return kv_; }
+
+ private:
+  struct Request;
+  // Appends the sampled token to a request whose step reached the end of its tokens; returns the
+  // delta to stream (finished when a stop condition hit).
+  RequestOutput accept_token(Request& request, int32_t token, const TokenLogprobs* logprobs);
+  // Marks it finished, frees its blocks and forgets it (callers hold a reference).
+  void finish(Request& request);
+  RequestOutput delta_of(const Request& request) const;
+
+  StepExecutor& executor_;
+  KvBlockManager& kv_;
+  const Tokenizer* tokenizer_;
+  EngineOptions options_;
+  mutable std::mutex mutex_;
+  Scheduler scheduler_;
+  std::unordered_map<uint64_t, std::shared_ptr<Request>> requests_;  // unfinished ones
+  uint64_t next_id_ = 1;
+  int64_t next_arrival_ = 0;
+  std::mt19937_64 seed_generator_;
+  EngineStats stats_;
+};
+
+}  // namespace fg

@@ -1,0 +1,124 @@
+// engine/request_json.cpp — reading request fields from JSON, strictly: a field of the wrong type,
+// NaN/Inf or out of range is refused by name rather than coerced.
+#include "engine/request_json.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+namespace fg {
+
+namespace {
+
+constexpr size_t kMaxStopStrings = 16;
+constexpr size_t kMaxStopTokenIds = 64;
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) {
+  throw RequestFieldError(param, fmt::format("'{}': {}", param, message));
+}
+
+const nlohmann::json* field(const nlohmann::json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+double read_number(const nlohmann::json& v, const char* name, double lo, double hi) {
+  if (!v.is_number()) bad(name, fmt::format("expected a number, got {}", v.type_name()));
+  const double x = v.get<double>();
+  if (!std::isfinite(x)) bad(name, "must be finite");
+  if (x < lo || x > hi) bad(name, fmt::format("{} is outside [{}, {}]", x, lo, hi));
+  return x;
+}
+
+int64_t read_integer(const nlohmann::json& v, const char* name, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer()) bad(name, fmt::format("expected an integer, got {}", v.dump()));
+  const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
+                        ? INT64_MAX
+                        : v.get<int64_t>();
+  if (x < lo || x > hi) bad(name, fmt::format("{} is outside [{}, {}]", x, lo, hi));
+  return x;
+}
+
+bool read_bool(const nlohmann::json& v, const char* name) {
+  if (!v.is_boolean()) bad(name, fmt::format("expected true or false, got {}", v.dump()));
+  return v.get<bool>();
+}
+
+}  // namespace
+
+void read_request_fields(const nlohmann::json& body, RequestSpec& spec) {
+  if (!body.is_object()) throw RequestFieldError("", "the request must be a JSON object");
+  SamplingParams& p = spec.sampling;
+  StopConditions& stop = spec.stop;
+  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+  if (const auto* v = field(body, "max_tokens")) stop.max_tokens = read_integer(*v, "max_tokens", 1, kInt32Max);
+  if (const auto* v = field(body, "max_completion_tokens"))
+    stop.max_tokens = read_integer(*v, "max_completion_tokens", 1, kInt32Max);
+  if (const auto* v = field(body, "min_tokens")) stop.min_tokens = read_integer(*v, "min_tokens", 0, kInt32Max);
+  if (stop.min_tokens > stop.max_tokens)
+    bad("min_tokens", fmt::format("{} is more than max_tokens {}", stop.min_tokens, stop.max_tokens));
+  if (const auto* v = field(body, "temperature")) {
+    p.temperature = static_cast<float>(read_number(*v, "temperature", 0.0, 100.0));
+    if (p.temperature > 0.0f && p.temperature < kMinSamplingTemperature)
+      bad("temperature", fmt::format("{} is below {} (use 0 for greedy)", p.temperature, kMinSamplingTemperature));
+  }
+  if (const auto* v = field(body, "top_p")) {
+    p.top_p = static_cast<float>(read_number(*v, "top_p", 0.0, 1.0));
+    if (p.top_p <= 0.0f) bad("top_p", "must be in (0, 1]");
+  }
+  if (const auto* v = field(body, "top_k")) {
+    const int64_t k = read_integer(*v, "top_k", -1, kInt32Max);
+    p.top_k = static_cast<int32_t>(k < 0 ? 0 : k);  // -1 and 0 both mean off, as in vLLM
+  }
+  if (const auto* v = field(body, "min_p")) p.min_p = static_cast<float>(read_number(*v, "min_p", 0.0, 1.0));
+  if (const auto* v = field(body, "seed")) {
+    p.seed = read_integer(*v, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    spec.has_seed = true;
+  }
+  if (const auto* v = field(body, "repetition_penalty")) {
+    p.repetition_penalty = static_cast<float>(read_number(*v, "repetition_penalty", 0.0, 100.0));
+    if (p.repetition_penalty <= 0.0f) bad("repetition_penalty", "must be positive");
+  }
+  if (const auto* v = field(body, "presence_penalty"))
+    p.presence_penalty = static_cast<float>(read_number(*v, "presence_penalty", -2.0, 2.0));
+  if (const auto* v = field(body, "frequency_penalty"))
+    p.frequency_penalty = static_cast<float>(read_number(*v, "frequency_penalty", -2.0, 2.0));
+  if (const auto* v = field(body, "logprobs")) {
+    if (v->is_boolean()) {
+      p.num_logprobs = v->get<bool>() ? 0 : -1;
+    } else {
+      p.num_logprobs = static_cast<int32_t>(read_integer(*v, "logprobs", 0, kMaxLogprobs));
+    }
+  }
+  if (const auto* v = field(body, "stop")) {
+    stop.stop.clear();
+    if (v->is_string()) {
+      stop.stop.push_back(v->get<std::string>());
+    } else if (v->is_array()) {
+      if (v->size() > kMaxStopStrings) bad("stop", fmt::format("at most {} stop strings, got {}", kMaxStopStrings, v->size()));
+      for (const auto& s : *v) {
+        if (!s.is_string()) bad("stop", fmt::format("expected strings, got {}", s.dump()));
+        stop.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      bad("stop", "expected a string or a list of strings");
+    }
+    for (const std::string& s : stop.stop)
+      if (s.empty()) bad("stop", "stop strings must not be empty");
+  }
+  if (const auto* v = field(body, "stop_token_ids")) {
+    if (!v->is_array()) bad("stop_token_ids", "expected a list of token ids");
+    if (v->size() > kMaxStopTokenIds)
+      bad("stop_token_ids", fmt::format("at most {} ids, got {}", kMaxStopTokenIds, v->size()));
+    stop.stop_token_ids.clear();
+    for (const auto& id : *v) stop.stop_token_ids.push_back(static_cast<int32_t>(read_integer(id, "stop_token_ids", 0, kInt32Max)));
+  }
+  if (const auto* v = field(body, "ignore_eos")) stop.ignore_eos = read_bool(*v, "ignore_eos");
+  if (const auto* v = field(body, "include_stop_str_in_output"))
+    stop.include_stop_str_in_output = read_bool(*v, "include_stop_str_in_output");
+  if (const auto* v = field(body, "skip_special_tokens")) stop.skip_special_tokens = read_bool(*v, "skip_special_tokens");
+}
+
+}  // namespace fg
