@@ -11,9 +11,9 @@ rm -rf .device && mkdir -p .device/lib .device/testdata
 cp "$build/fullgraph" "$build/fullgraph_gpu_tests" .device/
 for lib in $(ldd "$build/fullgraph" "$build/fullgraph_gpu_tests" | awk '/=> \// {print $3}' | sort -u); do
   case "$lib" in
-    */libfmt.so*|*/libpcre2-8.so*|*/libutf8proc.so*) cp -L "$lib" .device/lib/ ;;
+    */libfmt.so*|*/libpcre2-8.so*|*/libutf8proc.so*|*/libcpp-httplib.so*|*/libxxhash.so*|*/libbrotli*|*/libssl.so*|*/libcrypto.so*) cp -L "$lib" .device/lib/ ;;
   esac
 done
 testdata="${FULLGRAPH_TESTDATA:-../shared/testdata}"
-cp -r "$testdata/models" .device/testdata/
+cp -r "$testdata/models" "$testdata/e2e" .device/testdata/
 du -sh .device

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include "cli/bench_latency_command.h"
+#include "cli/bench_serve_command.h"
 #include "cli/generate_command.h"
 #include "cli/render_chat_command.h"
+#include "cli/serve_command.h"
 #include "cli/tokenize_command.h"
 #include "core/error.h"
 
@@ -63,7 +65,9 @@ int main(int argc, char** argv) {
   const fg::GpuBackendFactory gpu;
 #endif
   fg::cli::add_generate_command(app, gpu);
+  fg::cli::add_serve_command(app, gpu);
   fg::cli::add_bench_latency_command(app, gpu);
+  fg::cli::add_bench_serve_command(app);
   fg::cli::add_render_chat_command(app);
   fg::cli::add_tokenize_command(app);
   add_info_command(app);

@@ -1,0 +1,61 @@
+// server/sse_stream.cpp — see sse_stream.h.
+#include "server/sse_stream.h"
+
+namespace fg::server {
+
+std::string sse_event(const ojson& data) {
+  // Engine text is valid UTF-8; `replace` only guards against a bug turning into a throw mid-stream.
+  return "data: " + data.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n\n";
+}
+
+StreamFormatter::StreamFormatter(Endpoint endpoint, ResponseHeader header, int64_t n, int32_t top_logprobs,
+                                 bool include_usage, const Tokenizer* tokenizer, int32_t last_prompt_token)
+    : endpoint_(endpoint),
+      header_(std::move(header)),
+      top_logprobs_(top_logprobs),
+      include_usage_(include_usage),
+      format_(tokenizer),
+      text_offsets_(static_cast<size_t>(n), 0),
+      previous_(static_cast<size_t>(n), last_prompt_token) {}
+
+std::string StreamFormatter::begin() {
+  if (endpoint_ != Endpoint::kChatCompletions) return "";
+  std::string out;
+  for (size_t i = 0; i < text_offsets_.size(); ++i)
+    out += sse_event(chat_chunk(header_, static_cast<int64_t>(i), {{"role", "assistant"}, {"content", ""}}, nullptr,
+                                FinishReason::kNone, std::nullopt, include_usage_));
+  return out;
+}
+
+std::string StreamFormatter::delta(int64_t index, const RequestOutput& output) {
+  const bool with_logprobs = top_logprobs_ >= 0 && !output.token_ids.empty();
+  // A token whose text is still held back (an incomplete character, a possible stop string)
+  // gets a chunk with empty text, as vLLM sends: clients time tokens by chunks.
+  if (output.token_ids.empty() && !output.finished) return "";
+  const FinishReason finish = output.finished ? output.finish_reason : FinishReason::kNone;
+  if (endpoint_ == Endpoint::kCompletions) {
+    ojson logprobs = nullptr;
+    if (with_logprobs)
+      logprobs = format_.completion(output.token_ids, output.logprobs, previous_.at(index), text_offsets_.at(index));
+    return sse_event(
+        completion_chunk(header_, index, output.text, std::move(logprobs), finish, output.stop_reason, include_usage_));
+  }
+  ojson logprobs = nullptr;
+  if (with_logprobs)
+    logprobs = {{"content", format_.chat_content(output.token_ids, output.logprobs, previous_.at(index))}};
+  ojson delta = ojson::object();
+  if (!output.text.empty() || !output.finished) delta["content"] = output.text;
+  return sse_event(
+      chat_chunk(header_, index, std::move(delta), std::move(logprobs), finish, output.stop_reason, include_usage_));
+}
+
+std::string StreamFormatter::end(const Usage& usage) {
+  std::string out;
+  if (include_usage_)
+    out += sse_event(
+        usage_chunk(header_, endpoint_ == Endpoint::kCompletions ? "text_completion" : "chat.completion.chunk", usage));
+  out += kSseDone;
+  return out;
+}
+
+}  // namespace fg::server
