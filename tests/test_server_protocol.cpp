@@ -321,9 +321,12 @@ TEST(ServerSse, StreamFraming) {
   for (size_t at = 0; (at = begin.find("\n\n", at)) != std::string::npos; at += 2) ++events;
   EXPECT_EQ(events, 2u);  // one role chunk per choice
   EXPECT_NE(begin.find(R"("delta":{"role":"assistant","content":""})"), std::string::npos);
-  RequestOutput none;
-  none.token_ids = {4};
-  EXPECT_EQ(chat.delta(0, none), "");  // nothing the client would see
+  // A token whose text is held back still gets a chunk with empty content, as vLLM sends (clients
+  // time tokens by chunks); a delta without tokens gets none.
+  RequestOutput held;
+  held.token_ids = {4};
+  EXPECT_NE(chat.delta(0, held).find(R"("delta":{"content":""})"), std::string::npos);
+  EXPECT_EQ(chat.delta(0, RequestOutput{}), "");
   RequestOutput last;
   last.token_ids = {5};
   last.text = "z";
