@@ -377,7 +377,9 @@ TEST(CudaKernelsLinear, MatchesCpu) {
   const std::vector<LinearCase> cases = {{64, 40, {1, 2, 7, 16, 17, 64, 300}},
                                          {520, 1000, {1, 2, 7, 16, 17, 64, 300}},
                                          {2048, 512, {1, 2, 7, 16, 17, 64, 300}},
-                                         {4096, 4096, {1, 16, 17}}};
+                                         {4096, 4096, {1, 16, 17}},
+                                         // one-warp blocks: the cp.async path, with a partial k-step
+                                         {520, 20000, {1, 9, 16}}};
   for (const LinearCase& c : cases) {
     Bf16Values w = e.random(c.out * c.in, 1.0f / std::sqrt(static_cast<float>(c.in)));
     Bf16Values b = e.random(c.out, 0.5f);
@@ -445,6 +447,31 @@ TEST(CudaKernelsLinear, SmallNKernelAndCublasLtAgreeAtTheBoundary) {
     const Tensor auto17 = e.poisoned(dtype, {17, out_features});
     e.gpu.linear(x_gpu, w_gpu, nullptr, auto17);
     EXPECT_LE(relative_error(slice(floats(auto17), 0, 16 * out_features), floats(small)), kTolerance);
+  }
+}
+
+// Batch-invariant mode (Backend::set_batch_invariant): every row of a linear has the same bits
+// whatever the number of rows (1, within 16, past 16 where cuBLASLt would take over, a prefill's
+// hundreds), on a multi-warp grid and on a one-warp (cp.async) grid.
+TEST(CudaKernelsLinear, BatchInvariantRowsDoNotDependOnTheRowCount) {
+  FG_REQUIRE_GPU();
+  Env e;
+  e.gpu.set_batch_invariant(true);
+  for (int64_t out_features : {1000, 20000}) {
+    const int64_t in = 520, rows = 300;
+    Bf16Values w = e.random(out_features * in, 0.04f), b = e.random(out_features, 0.5f), x = e.random(rows * in);
+    const Tensor w_gpu = e.bf16(w, {out_features, in}), b_gpu = e.bf16(b, {out_features});
+    const Tensor x_gpu = e.bf16(x, {rows, in});
+    const Tensor whole = e.poisoned(DType::kF32, {rows, out_features});
+    e.gpu.linear(x_gpu, w_gpu, &b_gpu, whole);
+    const std::vector<float> all = floats(whole);
+    for (int64_t n : {1, 7, 16, 17, 33, 299}) {
+      const int64_t first = rows - n;  // the last n rows, so that row r meets a different grouping
+      const Tensor part = e.poisoned(DType::kF32, {n, out_features});
+      e.gpu.linear(x_gpu.rows(first, n), w_gpu, &b_gpu, part);
+      EXPECT_EQ(floats(part), slice(all, static_cast<size_t>(first * out_features), static_cast<size_t>(n * out_features)))
+          << "n " << n << " of " << rows << ", out " << out_features;
+    }
   }
 }
 

@@ -12,7 +12,9 @@
 // contiguous values serve as the fragment pairs (k 2t.., k 2t+8..) of two mma k16 steps: the
 // weights stream with plain 16-byte loads and no shuffles or shared memory. The block's warps
 // take groups of kUnroll consecutive k-steps round-robin, all loads of a group in flight at once,
-// and their partial sums meet in shared memory, added in warp order.
+// and their partial sums meet in shared memory, added in warp order. Where a block is a single
+// warp (grids of several waves), the weights go through a per-lane cp.async ring in shared memory
+// instead of registers, so that more groups stay in flight (see launch_small_n_linear).
 //
 // Graph == eager (DESIGN.md rule 7): the k order, the warp count and the final sum order depend
 // on the weight's shape only, and the tensor core computes each output from its own row and
@@ -30,6 +32,7 @@ namespace {
 constexpr int kRowsPerBlock = 8;  // weight rows per block
 constexpr int kUnroll = 4;        // k-steps of 32 in flight per warp (64 bytes of weights per lane)
 constexpr int kMaxWarps = 16;
+constexpr int kRingStages = 4;    // groups per warp in the cp.async ring (3 in flight)
 
 // Weights are read exactly once: keep them out of L1 (which holds the reused token rows) and let
 // L2 fetch whole 256-byte lines, since the neighbouring lanes' k-steps follow.
@@ -56,14 +59,30 @@ __device__ __forceinline__ void mma_16x8x16(float (&c)[4], uint32_t a0, uint32_t
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
 
+// 16-byte asynchronous copy global -> shared that bypasses L1 (weights are read once).
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending));
+}
+
+// kStages == 0: each warp loads a group of kGroup k-steps into registers and waits for it.
+// kStages > 0: a per-lane ring of kStages groups in shared memory filled by cp.async, so that
+// kStages - 1 groups stay in flight without holding registers (a lane reads back only what it
+// copied itself: no barrier).
 // kUpperHalf: token rows 8..15 are present (n > 8); without it their fragments are constant zeros.
-template <bool kUpperHalf, typename OutT>
+template <bool kUpperHalf, int kStages, int kGroup, typename OutT>
 __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const bf16* __restrict__ x,
                                                                       const bf16* __restrict__ w,
                                                                       const bf16* __restrict__ bias,
                                                                       OutT* __restrict__ out, int n, int in,
                                                                       int out_features) {
   __shared__ float partial[kMaxWarps][4][32];  // [warp][accumulator][lane]
+  extern __shared__ uint4 ring[];              // [warp][stage][kGroup][lane] when kStages > 0
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = blockIdx.x * kRowsPerBlock;
@@ -84,26 +103,54 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const
     mma_16x8x16(acc, lo.x, hi.x, lo.y, hi.y, wv.x, wv.y);
     mma_16x8x16(acc, lo.z, hi.z, lo.w, hi.w, wv.z, wv.w);
   };
-
-  // Main loop: groups of kUnroll consecutive whole k-steps (256 contiguous bytes of each weight
-  // row), dealt to the warps round-robin; every load of a group is issued before its first mma,
-  // at constant offsets from one pointer per operand.
-  const int full_steps = in / 32, steps = (in + 31) / 32, groups = full_steps / kUnroll;
-  for (int group = warp; group < groups; group += warps) {
-    const int k = group * kUnroll * 32;
-    uint4 wv[kUnroll], lo[kUnroll], hi[kUnroll];
+  auto compute_group = [&](int k, const uint4 (&wv)[kGroup]) {
+    uint4 lo[kGroup], hi[kGroup];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      wv[u] = load_weights(w_lane + k + u * 32);
+    for (int u = 0; u < kGroup; ++u) {
       lo[u] = load_tokens(x_lo + k + u * 32);
       hi[u] = kUpperHalf ? load_tokens(x_hi + k + u * 32) : zero;
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) step(wv[u], lo[u], hi[u]);
+    for (int u = 0; u < kGroup; ++u) step(wv[u], lo[u], hi[u]);
+  };
+
+  // Main loop: groups of kGroup consecutive whole k-steps, dealt to the warps round-robin.
+  const int full_steps = in / 32, steps = (in + 31) / 32, groups = full_steps / kGroup;
+  if constexpr (kStages == 0) {
+    for (int group = warp; group < groups; group += warps) {
+      const int k = group * kGroup * 32;
+      uint4 wv[kGroup];
+#pragma unroll
+      for (int u = 0; u < kGroup; ++u) wv[u] = load_weights(w_lane + k + u * 32);
+      compute_group(k, wv);
+    }
+  } else {
+    uint4* my_ring = ring + warp * kStages * kGroup * 32 + lane;  // slot (stage, u) at [(stage * kGroup + u) * 32]
+    auto issue = [&](int group, int stage) {
+      if (group < groups) {
+#pragma unroll
+        for (int u = 0; u < kGroup; ++u)
+          cp_async_16(my_ring + (stage * kGroup + u) * 32, w_lane + group * kGroup * 32 + u * 32);
+      }
+      cp_async_commit();  // empty groups too, so that the wait count below stays exact
+    };
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) issue(warp + s * warps, s);
+    int stage = 0;
+    for (int group = warp; group < groups; group += warps) {
+      issue(group + (kStages - 1) * warps, (stage + kStages - 1) % kStages);
+      cp_async_wait<kStages - 1>();
+      uint4 wv[kGroup];
+#pragma unroll
+      for (int u = 0; u < kGroup; ++u) wv[u] = my_ring[(stage * kGroup + u) * 32];
+      compute_group(group * kGroup * 32, wv);
+      stage = (stage + 1) % kStages;
+    }
+    cp_async_wait<0>();
   }
-  // The k-steps left over (fewer than kUnroll, the last maybe partial when in % 32 != 0), one per
+  // The k-steps left over (fewer than kGroup, the last maybe partial when in % 32 != 0), one per
   // warp in turn; a lane's 8 values are all in or all out since in % 8 == 0.
-  for (int s = groups * kUnroll + warp; s < steps; s += warps) {
+  for (int s = groups * kGroup + warp; s < steps; s += warps) {
     const int k = s * 32;
     const bool in_range = k + t * 8 < in;
     step(in_range ? load_weights(w_lane + k) : zero, in_range ? load_tokens(x_lo + k) : zero,
@@ -126,14 +173,31 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const
   }
 }
 
-template <bool kUpperHalf, typename OutT>
+template <bool kUpperHalf, int kStages, int kGroup, typename OutT>
 void launch_typed(const bf16* x, const bf16* w, const bf16* bias, void* out, int64_t n, int64_t in,
                   int64_t out_features, int warps, cudaStream_t stream) {
   const int64_t blocks = (out_features + kRowsPerBlock - 1) / kRowsPerBlock;
-  small_n_linear_kernel<kUpperHalf, OutT><<<static_cast<unsigned>(blocks), warps * 32, 0, stream>>>(
+  const int ring_bytes = warps * kStages * kGroup * 32 * static_cast<int>(sizeof(uint4));
+  auto* kernel = small_n_linear_kernel<kUpperHalf, kStages, kGroup, OutT>;
+  if (ring_bytes > 48 * 1024)
+    FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
+  kernel<<<static_cast<unsigned>(blocks), warps * 32, ring_bytes, stream>>>(
       x, w, bias, static_cast<OutT*>(out), static_cast<int>(n), static_cast<int>(in),
       static_cast<int>(out_features));
   FG_CUDA_CHECK(cudaGetLastError());
+}
+
+template <int kStages, int kGroup>
+void launch_pipeline(const bf16* x, const bf16* w, const bf16* bias, void* out, bool out_f32, int64_t n, int64_t in,
+                     int64_t out_features, int warps, cudaStream_t stream) {
+  // The two instantiations per output type differ only in which token fragments can be non-zero.
+  if (n > 8) {
+    if (out_f32) launch_typed<true, kStages, kGroup, float>(x, w, bias, out, n, in, out_features, warps, stream);
+    else launch_typed<true, kStages, kGroup, bf16>(x, w, bias, out, n, in, out_features, warps, stream);
+  } else {
+    if (out_f32) launch_typed<false, kStages, kGroup, float>(x, w, bias, out, n, in, out_features, warps, stream);
+    else launch_typed<false, kStages, kGroup, bf16>(x, w, bias, out, n, in, out_features, warps, stream);
+  }
 }
 
 __global__ void __launch_bounds__(256) add_bias_f32_kernel(float* __restrict__ out, const bf16* __restrict__ bias,
@@ -158,14 +222,13 @@ int small_n_linear_warps(int64_t out_features, int sm_count) {
 void launch_small_n_linear(const bf16* x, const bf16* w, const bf16* bias, void* out, bool out_f32, int64_t n,
                            int64_t in, int64_t out_features, int warps, cudaStream_t stream) {
   if (n == 0 || out_features == 0) return;
-  // The two instantiations per output type differ only in which token fragments can be non-zero.
-  if (n > 8) {
-    if (out_f32) launch_typed<true, float>(x, w, bias, out, n, in, out_features, warps, stream);
-    else launch_typed<true, bf16>(x, w, bias, out, n, in, out_features, warps, stream);
-  } else {
-    if (out_f32) launch_typed<false, float>(x, w, bias, out, n, in, out_features, warps, stream);
-    else launch_typed<false, bf16>(x, w, bias, out, n, in, out_features, warps, stream);
-  }
+  // One-warp blocks (grids of several waves, e.g. an LM head) hit the limit of resident blocks
+  // per SM before the register file: there the cp.async ring keeps 3 groups per warp in flight
+  // without registers (+20-50% on the LM heads, bench/RESULTS.md). Elsewhere it loses to plain
+  // loads, which leave more warps resident. Both visit k in the same order, so the choice (a
+  // function of the shape) changes no bit of the result.
+  if (warps == 1) launch_pipeline<kRingStages, kUnroll>(x, w, bias, out, out_f32, n, in, out_features, warps, stream);
+  else launch_pipeline<0, kUnroll>(x, w, bias, out, out_f32, n, in, out_features, warps, stream);
 }
 
 void launch_add_bias_f32(float* out, const bf16* bias, int64_t n, int64_t out_features, cudaStream_t stream) {
