@@ -13,6 +13,7 @@
 #include "backend/backend_factory.h"
 #include "gpu/gpu_test_support.h"
 #include "model/model_loader.h"
+#include "runner_sampling_support.h"
 #include "runner_test_support.h"
 #include "sampling/cpu_logprobs.h"
 #include "sampling/sampling_math.h"
@@ -22,40 +23,10 @@ namespace fg {
 namespace {
 
 using test::BlockPool;
+using test::expect_same_logprobs;
+using test::mixed_params;
+using test::same_bits;
 using test::TestRequest;
-
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
-
-void expect_same_logprobs(const StepResult& a, const StepResult& b, const std::string& what) {
-  ASSERT_EQ(a.logprobs.size(), b.logprobs.size()) << what;
-  for (size_t r = 0; r < a.logprobs.size(); ++r) {
-    EXPECT_TRUE(same_bits(a.logprobs[r].logprob, b.logprobs[r].logprob)) << what << " request " << r;
-    ASSERT_EQ(a.logprobs[r].top.size(), b.logprobs[r].top.size()) << what << " request " << r;
-    for (size_t k = 0; k < a.logprobs[r].top.size(); ++k) {
-      EXPECT_EQ(a.logprobs[r].top[k].first, b.logprobs[r].top[k].first) << what << " request " << r;
-      EXPECT_TRUE(same_bits(a.logprobs[r].top[k].second, b.logprobs[r].top[k].second)) << what << " request " << r;
-    }
-  }
-}
-
-SamplingParams mixed_params(std::mt19937& rng) {
-  std::uniform_int_distribution<int> pick(0, 99);
-  SamplingParams p;
-  if (pick(rng) < 60) {
-    p.temperature = 0.5f + static_cast<float>(pick(rng)) / 100.0f;
-    p.top_k = pick(rng) < 50 ? 0 : 20;
-    p.top_p = pick(rng) < 50 ? 1.0f : 0.9f;
-  }
-  p.seed = static_cast<int64_t>(rng());
-  p.step = rng() % 100;
-  const int k = pick(rng);
-  if (k < 30) p.repetition_penalty = 1.0f + static_cast<float>(pick(rng)) / 50.0f;
-  if (k >= 20 && k < 50) p.presence_penalty = static_cast<float>(pick(rng)) / 25.0f - 2.0f;
-  if (k >= 40 && k < 70) p.frequency_penalty = static_cast<float>(pick(rng)) / 25.0f - 2.0f;
-  const int32_t counts[] = {-1, -1, 0, 1, 5, kMaxLogprobs};
-  p.num_logprobs = counts[pick(rng) % 6];
-  return p;
-}
 
 class CudaRunnerSampling : public ::testing::TestWithParam<std::string> {
  protected:
@@ -113,7 +84,7 @@ class CudaRunnerSampling : public ::testing::TestWithParam<std::string> {
     const std::vector<float> eager_logits = test::copy_logits(*model_, reqs);
     EXPECT_TRUE(test::bitwise_equal(graph_logits, eager_logits)) << what << " bucket " << graph.bucket.to_string();
     EXPECT_EQ(graph.sampled, eager.sampled) << what;
-    expect_same_logprobs(graph, eager, what);
+    expect_same_logprobs(graph.logprobs, eager.logprobs, what);
     for (size_t r = 0; r < graph.logprobs.size(); ++r) {
       const int32_t n = chunks[r].sampling.num_logprobs;
       EXPECT_EQ(static_cast<int64_t>(graph.logprobs[r].top.size()), std::max<int64_t>(n, 0)) << what;
