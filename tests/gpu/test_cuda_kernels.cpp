@@ -13,6 +13,7 @@
 #include "attention/cuda/reference_attention.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/streamed_linear.h"
 #include "gpu/gpu_test_support.h"
 #include "model/rope.h"
 #include "runner/host_step.h"
@@ -378,7 +379,7 @@ TEST(CudaKernelsLinear, MatchesCpu) {
                                          {520, 1000, {1, 2, 7, 16, 17, 64, 300}},
                                          {2048, 512, {1, 2, 7, 16, 17, 64, 300}},
                                          {4096, 4096, {1, 16, 17}},
-                                         // one-warp blocks: the cp.async path, with a partial k-step
+                                         // the streamed kernel (on an H200), with a partial k chunk
                                          {520, 20000, {1, 9, 16}}};
   for (const LinearCase& c : cases) {
     Bf16Values w = e.random(c.out * c.in, 1.0f / std::sqrt(static_cast<float>(c.in)));
@@ -399,6 +400,58 @@ TEST(CudaKernelsLinear, MatchesCpu) {
               << c.in << " -> " << c.out << " n " << n << (with_bias ? " bias " : " ") << dtype_name(out_dtype);
         }
       }
+    }
+  }
+}
+
+// Each small-n kernel forced on every shape, whichever the shape rule would pick: partial row
+// tiles (1003, 40 rows), k not a multiple of the streamed kernel's 256-wide chunk (520 = 2 x 256
+// + 8, 64 < 256), grids smaller than the device (40, 1003 rows), blocks with a partial last pass
+// (on an H200's 264 streamed blocks, 20000 rows are 9 or 10 tiles of 8 per block: passes of 8
+// then 1 or 2) or several (60000 rows: 28 or 29 tiles), and the direct kernel's one-warp grids.
+TEST(CudaKernelsLinear, BothSmallNKernelsMatchCpu) {
+  FG_REQUIRE_GPU();
+  Env e;
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{64, 40},     {520, 1003},  {2048, 512},
+                                                           {4096, 4096}, {520, 20000}, {256, 60000}};
+  for (auto [in, out_features] : shapes) {
+    Bf16Values w = e.random(out_features * in, 1.0f / std::sqrt(static_cast<float>(in)));
+    Bf16Values b = e.random(out_features, 0.5f), x = e.random(16 * in);
+    const Tensor w_gpu = e.bf16(w, {out_features, in}), b_gpu = e.bf16(b, {out_features});
+    const Tensor x_gpu = e.bf16(x, {16, in}), b_host = host_bf16(b.bits, {out_features});
+    for (int64_t n : {1, 2, 7, 8, 9, 16}) {
+      std::vector<float> ref(n * out_features), x_rows = slice(x.values, 0, static_cast<size_t>(n * in));
+      e.cpu.linear(host(x_rows, {n, in}), host_bf16(w.bits, {out_features, in}), &b_host,
+                   host(ref, {n, out_features}));
+      for (LinearPath path : {LinearPath::kSmallNDirect, LinearPath::kSmallNStreamed}) {
+        for (DType out_dtype : {DType::kBF16, DType::kF32}) {
+          const Tensor out = e.poisoned(out_dtype, {n, out_features});
+          e.gpu.linear_with(path, x_gpu.rows(0, n), w_gpu, &b_gpu, out);
+          EXPECT_LE(relative_error(floats(out), ref), kTolerance)
+              << in << " -> " << out_features << " n " << n << " path " << static_cast<int>(path) << " "
+              << dtype_name(out_dtype);
+        }
+      }
+    }
+  }
+}
+
+// The streamed kernel's rows are bit-identical for every n (its sum order depends on `in` alone),
+// on a grid of one pass per block and on one of several passes.
+TEST(CudaKernelsLinear, StreamedRowsAreBitIdenticalForEveryN) {
+  FG_REQUIRE_GPU();
+  Env e;
+  for (auto [in, out_features] : {std::pair<int64_t, int64_t>{2048, 1000}, {520, 20000}}) {
+    Bf16Values w = e.random(out_features * in, 0.02f), x = e.random(16 * in);
+    const Tensor w_gpu = e.bf16(w, {out_features, in}), x_gpu = e.bf16(x, {16, in});
+    const Tensor whole = e.poisoned(DType::kF32, {16, out_features});
+    e.gpu.linear_with(LinearPath::kSmallNStreamed, x_gpu, w_gpu, nullptr, whole);
+    const std::vector<float> all = floats(whole);
+    for (int64_t n : {1, 5, 8, 9, 15}) {
+      const Tensor part = e.poisoned(DType::kF32, {n, out_features});
+      e.gpu.linear_with(LinearPath::kSmallNStreamed, x_gpu.rows(0, n), w_gpu, nullptr, part);
+      EXPECT_EQ(floats(part), slice(all, 0, static_cast<size_t>(n * out_features)))
+          << in << " -> " << out_features << " n " << n;
     }
   }
 }
@@ -452,13 +505,16 @@ TEST(CudaKernelsLinear, SmallNKernelAndCublasLtAgreeAtTheBoundary) {
 
 // Batch-invariant mode (Backend::set_batch_invariant): every row of a linear has the same bits
 // whatever the number of rows (1, within 16, past 16 where cuBLASLt would take over, a prefill's
-// hundreds), on a multi-warp grid and on a one-warp (cp.async) grid.
+// hundreds), on the direct kernel and on the streamed one.
 TEST(CudaKernelsLinear, BatchInvariantRowsDoNotDependOnTheRowCount) {
   FG_REQUIRE_GPU();
   Env e;
   e.gpu.set_batch_invariant(true);
+  const int64_t in = 520;
+  ASSERT_FALSE(cuda::prefers_streamed_linear(1000, e.gpu.sm_count()));
+  ASSERT_TRUE(cuda::prefers_streamed_linear(20000, e.gpu.sm_count()));
   for (int64_t out_features : {1000, 20000}) {
-    const int64_t in = 520, rows = 300;
+    const int64_t rows = 300;
     Bf16Values w = e.random(out_features * in, 0.04f), b = e.random(out_features, 0.5f), x = e.random(rows * in);
     const Tensor w_gpu = e.bf16(w, {out_features, in}), b_gpu = e.bf16(b, {out_features});
     const Tensor x_gpu = e.bf16(x, {rows, in});

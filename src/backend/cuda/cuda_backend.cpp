@@ -12,6 +12,7 @@
 #include "backend/cuda/norm_kernels.h"
 #include "backend/cuda/rope_kernels.h"
 #include "backend/cuda/sampling.h"
+#include "backend/cuda/streamed_linear.h"
 #include "backend/cuda/tensor_checks.h"
 
 namespace fg {
@@ -64,6 +65,7 @@ CudaBackend::CudaBackend(int device, std::unique_ptr<AttentionBackend> attention
   // default stream (cudaMemset, cudaMemcpy) stays ordered before this backend's kernels.
   FG_CUDA_CHECK(cudaStreamCreate(&stream_));
   gemm_ = std::make_unique<cuda::CublasLtLinear>();
+  streamed_ = std::make_unique<cuda::StreamedLinear>(sm_count_);
 }
 
 CudaBackend::~CudaBackend() {

@@ -24,11 +24,15 @@ namespace fg {
 namespace cuda {
 class CublasLtLinear;
 class MatmulBuckets;
+class StreamedLinear;
 }  // namespace cuda
 
-// Which implementation a linear uses; kAuto is the bucket rule (see set_matmul_buckets). The
-// others exist for tests and benchmarks that compare the two.
-enum class LinearPath { kAuto, kSmallN, kCublasLt };
+// Which implementation a linear uses; kAuto is the bucket rule (see set_matmul_buckets), and
+// kSmallN our small-n kernel that the weight's shape selects (see cuda_linear.cpp). The others
+// exist for tests and benchmarks that compare them: kSmallNDirect loads weights straight into
+// registers (small_n_linear.h), kSmallNStreamed streams them through shared memory
+// (streamed_linear.h).
+enum class LinearPath { kAuto, kSmallN, kSmallNDirect, kSmallNStreamed, kCublasLt };
 
 class CudaBackend final : public Backend {
  public:
@@ -103,10 +107,14 @@ class CudaBackend final : public Backend {
   void sampled_logprobs(const Tensor& logits, const Tensor& ids, const SamplingTensors& params,
                         const PenaltyTensors& penalties, const LogprobTensors& out) override;
 
-  // linear() with the implementation forced (kSmallN takes at most 16 rows).
+  // linear() with the implementation forced (the kSmallN paths take at most 16 rows).
   void linear_with(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out);
 
  private:
+  // One launch of a small-n kernel (path kSmallN, kSmallNDirect or kSmallNStreamed) over n <= 16 rows.
+  void launch_small_n(LinearPath path, const void* x, const void* weight, const void* bias, void* out, bool out_f32,
+                      int64_t n, int64_t in, int64_t out_features);
+
   int device_ = 0;
   int sm_count_ = 0;
   bool batch_invariant_ = false;  // see Backend::set_batch_invariant
@@ -115,6 +123,7 @@ class CudaBackend final : public Backend {
   size_t graph_memory_bytes_ = 0;  // device memory taken by instantiated graphs
   std::unique_ptr<cuda::MatmulBuckets> buckets_;
   std::unique_ptr<cuda::CublasLtLinear> gemm_;
+  std::unique_ptr<cuda::StreamedLinear> streamed_;
   std::unique_ptr<AttentionBackend> attention_;
 };
 

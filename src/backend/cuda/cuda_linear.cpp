@@ -1,4 +1,4 @@
-// backend/cuda/cuda_linear.cpp — CudaBackend's linear: argument checks, then the small-n kernel
+// backend/cuda/cuda_linear.cpp — CudaBackend's linear: argument checks, then a small-n kernel
 // or cuBLASLt by the bucket rule (a pure function of n and the configured buckets, so an eager
 // run of n rows uses the implementation and algorithm of the graph that holds n).
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include "backend/cuda/cublaslt_linear.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/small_n_linear.h"
+#include "backend/cuda/streamed_linear.h"
 #include "backend/cuda/tensor_checks.h"
 
 namespace fg {
@@ -45,31 +46,38 @@ void CudaBackend::linear_with(LinearPath path, const Tensor& x, const Tensor& we
   const void* bias_data = has_bias ? bias->data : nullptr;
   const bool out_f32 = out.dtype == DType::kF32;
   if (path == LinearPath::kAuto && batch_invariant_) {
-    // The small-n kernel's arithmetic for a row depends on the weight's shape only (its n-side
+    // The small-n kernels' arithmetic for a row depends on the weight's shape only (their n-side
     // fragments are independent rows), so groups of 16 rows give every row the same bits at any n.
-    const int warps = cuda::small_n_linear_warps(out_features, sm_count_);
     const size_t out_row_bytes = static_cast<size_t>(out_features) * dtype_size(out.dtype);
     for (int64_t r = 0; r < n; r += cuda::kSmallNMaxRows) {
-      const int64_t rows = std::min(cuda::kSmallNMaxRows, n - r);
-      cuda::launch_small_n_linear(static_cast<const __nv_bfloat16*>(x.data) + r * in,
-                                  static_cast<const __nv_bfloat16*>(weight.data),
-                                  static_cast<const __nv_bfloat16*>(bias_data),
-                                  static_cast<char*>(out.data) + static_cast<size_t>(r) * out_row_bytes, out_f32,
-                                  rows, in, out_features, warps, stream_);
+      launch_small_n(LinearPath::kSmallN, static_cast<const __nv_bfloat16*>(x.data) + r * in, weight.data, bias_data,
+                     static_cast<char*>(out.data) + static_cast<size_t>(r) * out_row_bytes, out_f32,
+                     std::min(cuda::kSmallNMaxRows, n - r), in, out_features);
     }
     return;
   }
   if (path == LinearPath::kAuto) path = buckets_->small_n(n) ? LinearPath::kSmallN : LinearPath::kCublasLt;
-  if (path == LinearPath::kSmallN) {
-    FG_CHECK(n <= cuda::kSmallNMaxRows, "cuda backend: the small-n linear takes at most {} rows, got {}",
-             cuda::kSmallNMaxRows, n);
-    cuda::launch_small_n_linear(static_cast<const __nv_bfloat16*>(x.data),
-                                static_cast<const __nv_bfloat16*>(weight.data),
-                                static_cast<const __nv_bfloat16*>(bias_data), out.data, out_f32, n, in, out_features,
-                                cuda::small_n_linear_warps(out_features, sm_count_), stream_);
-  } else {
+  if (path == LinearPath::kCublasLt) {
     gemm_->run(x.data, weight.data, bias_data, out.data, out_f32, n, in, out_features, buckets_->of(n), stream_);
+    return;
   }
+  FG_CHECK(n <= cuda::kSmallNMaxRows, "cuda backend: the small-n linear takes at most {} rows, got {}",
+           cuda::kSmallNMaxRows, n);
+  launch_small_n(path, x.data, weight.data, bias_data, out.data, out_f32, n, in, out_features);
+}
+
+void CudaBackend::launch_small_n(LinearPath path, const void* x, const void* weight, const void* bias, void* out,
+                                 bool out_f32, int64_t n, int64_t in, int64_t out_features) {
+  if (path == LinearPath::kSmallN)
+    path = cuda::prefers_streamed_linear(out_features, sm_count_) ? LinearPath::kSmallNStreamed : LinearPath::kSmallNDirect;
+  const auto* x16 = static_cast<const __nv_bfloat16*>(x);
+  const auto* w16 = static_cast<const __nv_bfloat16*>(weight);
+  const auto* b16 = static_cast<const __nv_bfloat16*>(bias);
+  if (path == LinearPath::kSmallNStreamed)
+    streamed_->run(x16, w16, b16, out, out_f32, n, in, out_features, stream_);
+  else
+    cuda::launch_small_n_linear(x16, w16, b16, out, out_f32, n, in, out_features,
+                                cuda::small_n_linear_warps(out_features, sm_count_), stream_);
 }
 
 }  // namespace fg

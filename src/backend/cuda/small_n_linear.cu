@@ -21,6 +21,7 @@
 // column, so every n in 1..16 gives bit-identical rows.
 #include "backend/cuda/bf16_vec.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/mma_bf16.cuh"
 #include "backend/cuda/small_n_linear.h"
 
 #include <algorithm>
@@ -45,16 +46,6 @@ __device__ __forceinline__ uint4 load_weights(const bf16* p) {
 }
 
 __device__ __forceinline__ uint4 load_tokens(const bf16* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
-
-// c += A (16x16, row-major, bf16) * B (16x8, col-major, bf16) in fp32.
-__device__ __forceinline__ void mma_16x8x16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                            uint32_t b0, uint32_t b1) {
-  asm(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
@@ -100,8 +91,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const
   auto step = [&](const uint4& wv, uint4 lo, uint4 hi) {
     if (!has_lo) lo = zero;
     if (!has_hi) hi = zero;
-    mma_16x8x16(acc, lo.x, hi.x, lo.y, hi.y, wv.x, wv.y);
-    mma_16x8x16(acc, lo.z, hi.z, lo.w, hi.w, wv.z, wv.w);
+    mma_k32_slice(acc, lo, hi, wv);
   };
   auto compute_group = [&](int k, const uint4 (&wv)[kGroup]) {
     uint4 lo[kGroup], hi[kGroup];

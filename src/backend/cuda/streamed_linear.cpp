@@ -1,0 +1,78 @@
+// backend/cuda/streamed_linear.cpp — StreamedLinear: the tensor maps of the weights and token
+// rows the streamed kernel reads (encoded through the driver entry point, so no link against libcuda),
+// then the launch.
+#include "backend/cuda/streamed_linear.h"
+
+#include <cudaTypedefs.h>
+
+#include <map>
+#include <tuple>
+
+#include "backend/cuda/cuda_check.h"
+#include "core/error.h"
+
+namespace fg::cuda {
+
+namespace {
+
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    FG_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &status));
+    FG_CHECK(status == cudaDriverEntryPointSuccess && fn != nullptr,
+             "cuda backend: the driver has no cuTensorMapEncodeTiled (query status {}); the streamed linear needs "
+             "sm_90 and CUDA 12+",
+             static_cast<int>(status));
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+
+// The map of a [rows, in] BF16 matrix in boxes of box_rows x kStreamedBoxK, zeros out of bounds
+// (rows past the end, k past `in`).
+CUtensorMap tensor_map(const __nv_bfloat16* data, int64_t rows, int64_t in, uint32_t box_rows, const char* what) {
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(in), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(in) * 2};
+  const cuuint32_t box[2] = {kStreamedBoxK, box_rows};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(data),
+                                          dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                          CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  FG_CHECK(r == CUDA_SUCCESS, "cuda backend: cuTensorMapEncodeTiled failed ({}) for the {} x {} {} at {}",
+           static_cast<int>(r), rows, in, what, static_cast<const void*>(data));
+  return map;
+}
+
+}  // namespace
+
+struct StreamedLinear::Maps {
+  // Keyed by (address, rows, in): a map encodes nothing else of the matrix.
+  using Key = std::tuple<const void*, int64_t, int64_t>;
+  std::map<Key, CUtensorMap> weights, tokens;
+
+  static const CUtensorMap& find_or_make(std::map<Key, CUtensorMap>& maps, const __nv_bfloat16* data, int64_t rows,
+                                         int64_t in, uint32_t box_rows, const char* what) {
+    const Key key{data, rows, in};
+    auto it = maps.find(key);
+    if (it == maps.end()) it = maps.emplace(key, tensor_map(data, rows, in, box_rows, what)).first;
+    return it->second;
+  }
+};
+
+StreamedLinear::StreamedLinear(int sm_count) : sm_count_(sm_count), maps_(std::make_unique<Maps>()) {}
+StreamedLinear::~StreamedLinear() = default;
+
+void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, void* out,
+                         bool out_f32, int64_t n, int64_t in, int64_t out_features, cudaStream_t stream) {
+  if (n == 0 || out_features == 0) return;
+  const CUtensorMap& weights = Maps::find_or_make(maps_->weights, w, out_features, in, kStreamedBoxRows, "weight");
+  // The token box is n rows high: rows n..15 of a stage's token slot are never written, and feed
+  // only output rows past n (each output row of the tensor core reads its own token row).
+  const CUtensorMap& tokens = Maps::find_or_make(maps_->tokens, x, n, in, static_cast<uint32_t>(n), "token rows");
+  launch_streamed_linear(weights, tokens, bias, out, out_f32, n, in, out_features, sm_count_, stream);
+}
+
+}  // namespace fg::cuda

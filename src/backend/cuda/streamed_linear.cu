@@ -1,0 +1,256 @@
+// backend/cuda/streamed_linear.cu — the decode-time linear (n <= 16 token rows) for weights with
+// many rows (the LM head, the 8B MLP): a persistent grid whose blocks stream their rows through
+// shared memory with the tensor copy engine (TMA), so that the bytes in flight no longer depend
+// on registers or warps.
+//
+// Why: a weight read once at M <= 16 is a pure stream. Register-fed loads (small_n_linear.cu)
+// hold 64 bytes per lane and wait for them; on the LM head at M = 16 they reach 77% of the copy
+// bandwidth, this kernel 95-99%. One producer thread per block keeps its ring of stages (a chunk
+// of up to 64 rows x 256 k each) filling while four consumer warps run the tensor cores on the
+// chunk that has landed. Measured on the way (bench/RESULTS.md, 2026-11-30 session 3):
+// - each 8-row x 256-k tile is one 2-D tensor copy of 4 KB; per-row 512-byte bulk copies ran at
+//   a third of the bandwidth;
+// - the token rows come through the stage too (one n-row copy): loading them through registers
+//   one chunk ahead was 4-7% slower at M = 16 on the 8B MLP and LM head;
+// - with fewer than ~6 tiles per block the stream is slow (1B down_proj: 42% of copy; ncu shows
+//   the consumers waiting on the copies with DRAM 28% busy), hence prefers_streamed_linear.
+//
+// Layout. Block b owns the contiguous range of 8-row tiles [b T / G, (b+1) T / G) (T tiles, G
+// blocks = min(T, 2 x SMs)), walked in passes of up to kPassTiles tiles; a pass walks k in chunks of
+// kChunk. A ring stage holds one chunk of the n token rows (in a slot of 16), then of every tile of
+// the pass, each [row][k] dense; weight rows past the end and k past `in` arrive as zeros (the
+// tensor maps' out-of-bounds fill). Token rows n..15 of the slot hold stale bytes: they meet only
+// output rows >= n, which are not stored. Each token fragment serves every tile of the pass.
+//
+// Order of the sums (DESIGN.md rule 7): consumer warp w accumulates the k-steps s = w (mod 4) of
+// every chunk, chunks in order, and the four partial sums meet in warp order. That order depends
+// on `in` alone, and the tensor core computes each output from its own row and column, so every n
+// in 1..16 gives bit-identical rows.
+#include "backend/cuda/bf16_vec.cuh"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/mma_bf16.cuh"
+#include "backend/cuda/streamed_linear.h"
+
+#include <algorithm>
+
+namespace fg::cuda {
+
+namespace {
+
+constexpr int kTileRows = kStreamedBoxRows;  // weight rows per tensor-core tile (the n8 side)
+constexpr int kPassTiles = 8;       // tiles per pass: 64 weight rows share each token fragment
+constexpr int kChunk = kStreamedBoxK;  // k per stage (the tensor copy's box width, its limit)
+constexpr int kTileBytes = kTileRows * kChunk * 2;  // one tensor copy of weights
+constexpr int kTokenBytes = kStreamedTokenRows * kChunk * 2;  // one tensor copy of tokens
+constexpr int kConsumerWarps = 4;
+constexpr int kStepsPerWarp = kChunk / 32 / kConsumerWarps;  // k-steps of 32 per warp per chunk
+constexpr int kThreads = (kConsumerWarps + 1) * 32;          // + the producer warp
+constexpr int kMaxStages = 32;
+// Two blocks per SM, each with a ring of two full-pass stages: one block's epilogue and start
+// overlap the other's stream. Measured against one block with five stages (bench/RESULTS.md,
+// 2026-11-30 session 3): +2-4% on the LM heads, the same elsewhere.
+constexpr int kBlocksPerSm = 2;
+constexpr int kRingBytes = 96 * 1024;  // per block: two stages of a full pass (40 KB), more of shorter ones
+constexpr int kPartialBytes = kConsumerWarps * kPassTiles * 4 * 32 * 4;
+constexpr int kHeaderBytes = kPartialBytes + 1024;  // partial sums, barriers; the ring starts 1 KB-aligned
+
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(count) : "memory");
+}
+
+// One arrival that also announces `bytes` of copies that will complete on this barrier.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
+}
+
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(shared_address(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// The box of `map` at (k, row) into shared memory, completing its bytes on `bar`.
+__device__ __forceinline__ void tensor_copy_2d(void* dst, const CUtensorMap* map, int k, int row, uint64_t* bar,
+                                               uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(shared_address(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(row), "r"(shared_address(bar)), "l"(policy)
+      : "memory");
+}
+
+// L2 policies: weights are read once (evict first); token rows are read by every block.
+__device__ __forceinline__ uint64_t l2_evict_first() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ uint64_t l2_evict_last() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+__device__ __forceinline__ void consumers_sync() {
+  asm volatile("bar.sync 1, %0;" ::"n"(kConsumerWarps * 32) : "memory");
+}
+
+__device__ __forceinline__ void store(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
+
+// kUpperHalf: token rows 8..15 are present (n > 8); without it their fragments are constant zeros.
+template <bool kUpperHalf, typename OutT>
+__global__ void __launch_bounds__(kThreads, 2)
+    streamed_linear_kernel(const __grid_constant__ CUtensorMap weights, const __grid_constant__ CUtensorMap tokens,
+                           const bf16* __restrict__ bias, OutT* __restrict__ out, int n, int in, int out_features,
+                           int64_t tiles_total, int pass_tiles, int stages) {
+  extern __shared__ __align__(1024) unsigned char shared[];
+  auto* partial = reinterpret_cast<float(*)[kPassTiles][4][32]>(shared);  // [warp][tile][acc][lane]
+  auto* full = reinterpret_cast<uint64_t*>(shared + kPartialBytes);
+  unsigned char* ring = shared + kHeaderBytes;  // [stage][token rows, then tile rows][k]
+  uint64_t* empty = full + kMaxStages;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int stage_bytes = kTokenBytes + pass_tiles * kTileBytes;
+  const int64_t tile_begin = blockIdx.x * tiles_total / gridDim.x;
+  const int64_t tile_end = (blockIdx.x + 1) * tiles_total / gridDim.x;
+  const int chunks = (in + kChunk - 1) / kChunk;
+
+  if (threadIdx.x == 0) {
+    prefetch_tensor_map(&weights);
+    prefetch_tensor_map(&tokens);
+    for (int s = 0; s < stages; ++s) {
+      mbarrier_init(&full[s], 1);                // the producer's arrival (+ the copies' bytes)
+      mbarrier_init(&empty[s], kConsumerWarps);  // one arrival per consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp == kConsumerWarps) {
+    // Producer (one thread): wait for a free stage, announce its bytes, one tensor copy of tokens
+    // and one per tile. (Issuing the copies from several lanes changed nothing: measured.)
+    if (lane != 0) return;
+    const uint64_t weight_policy = l2_evict_first(), token_policy = l2_evict_last();
+    const int token_bytes = n * kChunk * 2;  // the token box is n rows high
+    int item = 0;
+    for (int64_t tile0 = tile_begin; tile0 < tile_end; tile0 += pass_tiles) {
+      const int tiles = static_cast<int>(min(static_cast<int64_t>(pass_tiles), tile_end - tile0));
+      for (int chunk = 0; chunk < chunks; ++chunk, ++item) {
+        const int stage = item % stages;
+        mbarrier_wait(&empty[stage], ((item / stages) & 1) ^ 1);  // a fresh barrier passes parity 1
+        mbarrier_arrive_expect_tx(&full[stage], token_bytes + tiles * kTileBytes);
+        unsigned char* base = ring + stage * stage_bytes;
+        tensor_copy_2d(base, &tokens, chunk * kChunk, 0, &full[stage], token_policy);
+        for (int tile = 0; tile < tiles; ++tile)
+          tensor_copy_2d(base + kTokenBytes + tile * kTileBytes, &weights, chunk * kChunk,
+                         static_cast<int>((tile0 + tile) * kTileRows), &full[stage], weight_policy);
+      }
+    }
+    return;
+  }
+
+  // Consumers. Without kUpperHalf (n <= 8) the token rows 8..15 are not even read.
+  const int g = lane >> 2, t = lane & 3;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  int item = 0;
+  for (int64_t tile0 = tile_begin; tile0 < tile_end; tile0 += pass_tiles) {
+    const int tiles = static_cast<int>(min(static_cast<int64_t>(pass_tiles), tile_end - tile0));
+    float acc[kPassTiles][4] = {};
+    for (int chunk = 0; chunk < chunks; ++chunk, ++item) {
+      const int stage = item % stages;
+      mbarrier_wait(&full[stage], (item / stages) & 1);
+      const unsigned char* base = ring + stage * stage_bytes + g * kChunk * 2 + t * 16;
+#pragma unroll
+      for (int j = 0; j < kStepsPerWarp; ++j) {
+        const int offset = (warp + j * kConsumerWarps) * 64;  // bytes of k-step s = warp + 4 j
+        const uint4 lo = *reinterpret_cast<const uint4*>(base + offset);
+        const uint4 hi = kUpperHalf ? *reinterpret_cast<const uint4*>(base + kTokenBytes / 2 + offset) : zero;
+#pragma unroll
+        for (int tile = 0; tile < kPassTiles; ++tile) {
+          if (tile < tiles) {
+            const uint4 wv = *reinterpret_cast<const uint4*>(base + kTokenBytes + tile * kTileBytes + offset);
+            mma_k32_slice(acc[tile], lo, hi, wv);
+          }
+        }
+      }
+      __syncwarp();
+      if (lane == 0) mbarrier_arrive(&empty[stage]);
+    }
+
+    // The four partial sums of the pass meet in warp order; warp w finishes tiles w, w + 4.
+#pragma unroll
+    for (int tile = 0; tile < kPassTiles; ++tile)
+      if (tile < tiles)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) partial[warp][tile][i][lane] = acc[tile][i];
+    consumers_sync();
+    for (int tile = warp; tile < tiles; tile += kConsumerWarps) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float sum = partial[0][tile][i][lane];
+#pragma unroll
+        for (int other = 1; other < kConsumerWarps; ++other) sum += partial[other][tile][i][lane];
+        const int token = g + (i >> 1) * 8;
+        const int64_t row = (tile0 + tile) * kTileRows + 2 * t + (i & 1);
+        if (token >= n || row >= out_features) continue;
+        if (bias != nullptr) sum += __bfloat162float(bias[row]);
+        store(out + static_cast<int64_t>(token) * out_features + row, sum);
+      }
+    }
+    consumers_sync();  // `partial` is free again
+  }
+}
+
+template <bool kUpperHalf, typename OutT>
+void launch_typed(const CUtensorMap& weights, const CUtensorMap& tokens, const bf16* bias, void* out, int n, int in, int out_features,
+                  int64_t tiles, int blocks, int pass_tiles, int stages, int shared_bytes, cudaStream_t stream) {
+  auto* kernel = streamed_linear_kernel<kUpperHalf, OutT>;
+  FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
+  kernel<<<static_cast<unsigned>(blocks), kThreads, shared_bytes, stream>>>(
+      weights, tokens, bias, static_cast<OutT*>(out), n, in, out_features, tiles, pass_tiles, stages);
+  FG_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const bf16* bias, void* out,
+                            bool out_f32,
+                            int64_t n, int64_t in, int64_t out_features, int sm_count, cudaStream_t stream) {
+  if (n == 0 || out_features == 0) return;
+  const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
+  const int blocks = static_cast<int>(std::min<int64_t>(tiles, static_cast<int64_t>(sm_count) * kBlocksPerSm));
+  // A pass holds at most what the busiest block owns, so that small grids get short stages and
+  // hence more of them in the ring. The pass size moves no sum (see the header comment).
+  const int pass_tiles = static_cast<int>(std::min<int64_t>(kPassTiles, (tiles + blocks - 1) / blocks));
+  const int stage_bytes = kTokenBytes + pass_tiles * kTileBytes;
+  const int stages = std::min(kMaxStages, kRingBytes / stage_bytes);
+  const int shared_bytes = kHeaderBytes + stages * stage_bytes;
+  const int n32 = static_cast<int>(n), in32 = static_cast<int>(in), out32 = static_cast<int>(out_features);
+  if (n > 8) {
+    if (out_f32) launch_typed<true, float>(weights, tokens, bias, out, n32, in32, out32, tiles, blocks, pass_tiles, stages, shared_bytes, stream);
+    else launch_typed<true, bf16>(weights, tokens, bias, out, n32, in32, out32, tiles, blocks, pass_tiles, stages, shared_bytes, stream);
+  } else {
+    if (out_f32) launch_typed<false, float>(weights, tokens, bias, out, n32, in32, out32, tiles, blocks, pass_tiles, stages, shared_bytes, stream);
+    else launch_typed<false, bf16>(weights, tokens, bias, out, n32, in32, out32, tiles, blocks, pass_tiles, stages, shared_bytes, stream);
+  }
+}
+
+}  // namespace fg::cuda
