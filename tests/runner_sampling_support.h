@@ -1,15 +1,21 @@
 // tests/runner_sampling_support.h — what the CPU and the CUDA runner sampling tests share: bit
-// comparison of logprob results, and a random mix of sampling settings.
+// comparison of logprob results, a random mix of sampling settings, and RunnerSamplingTest, the
+// fixture base with the graph-against-eager step loop and the raw-logits step of those tests.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "runner/model_runner.h"
+#include "runner_test_support.h"
+#include "sampling/cpu_logprobs.h"
+#include "sampling/sampling_math.h"
 
 namespace fg::test {
 
@@ -49,5 +55,126 @@ inline SamplingParams mixed_params(std::mt19937& rng) {
   p.num_logprobs = counts[pick(rng) % 6];
   return p;
 }
+
+// Request r's logprobs in `result` are those of its raw logits (sampling_params.h, item 4): the
+// sampled token's value and the top list, recomputed by the CPU reference row functions bit for
+// bit (the logprob arithmetic is exact past the logits); none when it asked for none.
+inline void expect_logprobs_of_raw_logits(const StepResult& result, const std::vector<float>& raw, int64_t V,
+                                          int64_t r, int32_t num_logprobs) {
+  const TokenLogprobs& got = result.logprobs[r];
+  if (num_logprobs < 0) {
+    EXPECT_TRUE(std::isnan(got.logprob) && got.top.empty()) << "request " << r;
+    return;
+  }
+  const RawLogprobRow lp = raw_logprobs_row(raw.data() + r * V, V, num_logprobs);
+  const float sampled = sampling::token_logprob(raw[r * V + result.sampled[r]], lp.logit_max, lp.mass);
+  EXPECT_TRUE(same_bits(got.logprob, sampled)) << "request " << r;
+  ASSERT_EQ(got.top.size(), lp.top.size());
+  for (size_t k = 0; k < lp.top.size(); ++k) {
+    EXPECT_EQ(got.top[k].first, lp.top[k].first) << "request " << r << " rank " << k;
+    EXPECT_TRUE(same_bits(got.top[k].second, lp.top[k].second)) << "request " << r;
+  }
+}
+
+// One step of the next tokens of some requests, run through execute() twice: with neutral
+// sampling (penalties and logprobs off; the forward pass does not read them) for the raw logits,
+// then as the requests ask.
+struct RawAndSampledStep {
+  std::vector<ScheduledRequest> plain, chunks;
+  std::vector<float> raw, penalized;  // the logits after each run
+  StepResult result;                  // of the run as asked
+};
+
+template <typename Param>
+class RunnerSamplingTest : public RunnerTest<Param> {
+ protected:
+  // run_graph_and_eager, plus: the logprobs bit-identical, present for every request exactly when
+  // some request asks (else none), each top list as long as asked, each logprob NaN exactly when
+  // not asked and a log probability (<= 0) otherwise.
+  StepResult expect_sampling_graph_equals_eager(const std::vector<ScheduledRequest>& chunks, const std::string& what) {
+    const GraphAndEager step = this->run_graph_and_eager(chunks, what);
+    const StepResult& graph = step.graph;
+    expect_same_logprobs(graph.logprobs, step.eager.logprobs, what);
+    bool any = false;
+    for (const ScheduledRequest& c : chunks) any = any || c.sampling.num_logprobs >= 0;
+    EXPECT_EQ(graph.logprobs.size(), any ? chunks.size() : 0u) << what;
+    for (size_t r = 0; r < graph.logprobs.size(); ++r) {
+      const int32_t n = chunks[r].sampling.num_logprobs;
+      EXPECT_EQ(static_cast<int64_t>(graph.logprobs[r].top.size()), std::max<int64_t>(n, 0)) << what;
+      EXPECT_EQ(std::isnan(graph.logprobs[r].logprob), n < 0) << what << " request " << r;
+      if (n >= 0) {
+        EXPECT_LE(graph.logprobs[r].logprob, 0.0f) << what << " request " << r;
+      }
+    }
+    return graph;
+  }
+
+  // Eight rounds: decode batches of 1 to 10 requests (buckets of 4, 8 and 16 leave padded rows)
+  // and mixed batches, with mixed sampling settings, three steps each, every sampled token appended
+  // to its request's output so that the penalty counts grow; graph against eager at every step.
+  // Returns how many steps replayed a graph.
+  int64_t padded_mixed_rounds_graph_vs_eager(std::mt19937& rng) {
+    int64_t replays = 0;
+    for (int round = 0; round < 8; ++round) {
+      const bool mixed = round % 2 == 1;
+      const int64_t batch = 1 + (round * 3) % 10;
+      std::vector<TestRequest> requests;
+      std::vector<int64_t> chunk_lens;
+      for (int64_t i = 0; i < batch; ++i) {
+        const int64_t chunk = mixed && i % 3 == 0 ? 1 + static_cast<int64_t>(rng() % 40) : 1;
+        const int64_t prompt = 5 + static_cast<int64_t>(rng() % 60) + (chunk > 1 ? chunk : 0);
+        requests.push_back(this->request(rng, prompt, chunk > 1 ? 0 : static_cast<int64_t>(rng() % 12), chunk,
+                                         mixed_params(rng)));
+        chunk_lens.push_back(chunk);
+      }
+      for (int step = 0; step < 3; ++step) {
+        std::vector<ScheduledRequest> chunks;
+        for (size_t i = 0; i < requests.size(); ++i) chunks.push_back(this->next_chunk(requests[i], chunk_lens[i]));
+        const std::string what = "round " + std::to_string(round) + " step " + std::to_string(step);
+        const StepResult result = expect_sampling_graph_equals_eager(chunks, what);
+        replays += result.replayed;
+        for (size_t i = 0; i < requests.size(); ++i) {
+          requests[i].computed += chunk_lens[i];
+          requests[i].tokens.push_back(result.sampled[i]);  // the output grows: counts change
+          requests[i].sampling.step += 1;
+          chunk_lens[i] = 1;
+        }
+      }
+    }
+    return replays;
+  }
+
+  // The six requests of the raw-logits tests: prompts of 10 + 7i tokens with 6 + i outputs, all
+  // but the last token computed, a mix of penalties (request 5's presence penalty as given), and
+  // 4i logprobs, except none for request 4.
+  std::vector<TestRequest> raw_logits_requests(std::mt19937& rng, float last_presence_penalty) {
+    std::vector<TestRequest> requests;
+    for (int i = 0; i < 6; ++i) {
+      SamplingParams p = mixed_params(rng);
+      p.repetition_penalty = i % 2 ? 1.7f : 1.0f;
+      p.frequency_penalty = i % 3 ? -1.0f : 0.5f;
+      p.presence_penalty = i == 5 ? last_presence_penalty : 0.75f;
+      p.num_logprobs = i == 4 ? -1 : i * 4;
+      requests.push_back(this->request(rng, 10 + 7 * i, 6 + i, 1, p));
+    }
+    return requests;
+  }
+
+  // The next token of each of `requests` in one step, run raw and as asked (see RawAndSampledStep).
+  RawAndSampledStep raw_and_sampled_step(std::vector<TestRequest>& requests) {
+    RawAndSampledStep s;
+    for (TestRequest& r : requests) {
+      s.chunks.push_back(this->next_chunk(r, 1));
+      s.plain.push_back(s.chunks.back());
+      s.plain.back().sampling = SamplingParams{};
+    }
+    const int64_t n = static_cast<int64_t>(requests.size());
+    this->runner_->execute(s.plain);
+    s.raw = copy_logits(*this->model_, n);
+    s.result = this->runner_->execute(s.chunks);
+    s.penalized = copy_logits(*this->model_, n);
+    return s;
+  }
+};
 
 }  // namespace fg::test

@@ -14,11 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
-#include "model/model_loader.h"
 #include "runner_sampling_support.h"
 #include "runner_test_support.h"
-#include "sampling/cpu_logprobs.h"
 #include "sampling/cpu_sampler.h"
 #include "sampling/sampling_math.h"
 #include "test_support.h"
@@ -27,84 +24,11 @@ namespace fg {
 namespace {
 
 using ::testing::HasSubstr;
-using test::BlockPool;
 using test::expect_same_logprobs;
 using test::mixed_params;
-using test::same_bits;
 using test::TestRequest;
 
-class RunnerSampling : public ::testing::TestWithParam<std::string> {
- protected:
-  void build(RunnerOptions options, int64_t num_blocks = 2048) {
-    LoadOptions load;
-    load.round_rope_inv_freq_to_bf16 = true;
-    loaded_ = load_model(test::model_fixture(GetParam()), load, backend_);
-    model_ = std::make_unique<LlamaModel>(loaded_.config, loaded_.weights, backend_, options.max_num_tokens,
-                                          options.max_num_seqs);
-    kv_ = allocate_kv_cache(backend_, loaded_.config, num_blocks, kBlockSize, DType::kF32);
-    test::poison_kv_cache(backend_, kv_);
-    pool_ = std::make_unique<BlockPool>(num_blocks);
-    runner_ = std::make_unique<ModelRunner>(*model_, kv_, options, [](const std::string&) {});
-    runner_->capture_graphs();
-  }
-
-  int64_t vocab() const { return loaded_.config.vocab_size; }
-
-  // A request with a prompt of prompt_len tokens and `generated` output tokens, all but the last
-  // `keep` tokens already in the KV cache. Outputs repeat a few ids so that counts exceed 1.
-  TestRequest request(std::mt19937& rng, int64_t prompt_len, int64_t generated, int64_t keep, SamplingParams p) {
-    TestRequest r;
-    std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(vocab()) - 1);
-    for (int64_t i = 0; i < prompt_len; ++i) r.tokens.push_back(token(rng));
-    const int32_t base = token(rng) % static_cast<int32_t>(vocab() - 8);
-    for (int64_t i = 0; i < generated; ++i) r.tokens.push_back(base + static_cast<int32_t>(rng() % 8));
-    r.prompt_len = prompt_len;
-    const int64_t n = static_cast<int64_t>(r.tokens.size()) - keep;
-    if (n > 0) {  // the earlier tokens, with neutral sampling (their sampled token is not used)
-      runner_->execute_eager({r.chunk(n, *pool_, kBlockSize)});
-      r.computed = n;
-    }
-    r.sampling = p;
-    return r;
-  }
-
-  // execute() and execute_eager() of the same step, each after poisoning; expects identical ids,
-  // logprobs and (penalized) logits.
-  StepResult expect_graph_equals_eager(const std::vector<ScheduledRequest>& chunks, const std::string& what) {
-    const int64_t reqs = static_cast<int64_t>(chunks.size());
-    model_->fill_activations(0xFF);
-    runner_->poison_step_buffers();
-    StepResult graph = runner_->execute(chunks);
-    const std::vector<float> graph_logits = test::copy_logits(*model_, reqs);
-    model_->fill_activations(0xFF);
-    runner_->poison_step_buffers();
-    StepResult eager = runner_->execute_eager(chunks);
-    const std::vector<float> eager_logits = test::copy_logits(*model_, reqs);
-    EXPECT_TRUE(test::bitwise_equal(graph_logits, eager_logits)) << what << " bucket " << graph.bucket.to_string();
-    EXPECT_EQ(graph.sampled, eager.sampled) << what;
-    expect_same_logprobs(graph.logprobs, eager.logprobs, what);
-    bool any = false;
-    for (const ScheduledRequest& c : chunks) any = any || c.sampling.num_logprobs >= 0;
-    EXPECT_EQ(graph.logprobs.size(), any ? chunks.size() : 0u) << what;
-    for (size_t r = 0; r < graph.logprobs.size(); ++r) {
-      const int32_t n = chunks[r].sampling.num_logprobs;
-      EXPECT_EQ(static_cast<int64_t>(graph.logprobs[r].top.size()), std::max<int64_t>(n, 0)) << what;
-      EXPECT_EQ(std::isnan(graph.logprobs[r].logprob), n < 0) << what << " request " << r;
-      if (n >= 0) {
-        EXPECT_LE(graph.logprobs[r].logprob, 0.0f) << what << " request " << r;
-      }
-    }
-    return graph;
-  }
-
-  static constexpr int64_t kBlockSize = 16;
-  CpuBackend backend_;
-  LoadedModel loaded_;
-  std::unique_ptr<LlamaModel> model_;
-  KvCache kv_;
-  std::unique_ptr<BlockPool> pool_;
-  std::unique_ptr<ModelRunner> runner_;
-};
+using RunnerSampling = test::RunnerSamplingTest<std::string>;
 
 // Decode batches of 1 to 10 requests (buckets of 4, 8 and 16: padded rows) and mixed batches,
 // several steps each, every sampled token appended to its request's output.
@@ -114,36 +38,9 @@ TEST_P(RunnerSampling, PenaltiesAndLogprobsGraphEqualsEagerInPaddedMixedBatches)
   options.max_num_seqs = 16;
   options.capture_sizes = {4, 8, 16, 64, 128};
   options.max_penalty_entries = 4096;
-  build(options);
+  start_cpu_runner(GetParam(), options, 2048);
   std::mt19937 rng(2025);
-  int64_t replays = 0;
-  for (int round = 0; round < 8; ++round) {
-    const bool mixed = round % 2 == 1;
-    const int64_t batch = 1 + (round * 3) % 10;
-    std::vector<TestRequest> requests;
-    std::vector<int64_t> chunk_lens;
-    for (int64_t i = 0; i < batch; ++i) {
-      const int64_t chunk = mixed && i % 3 == 0 ? 1 + static_cast<int64_t>(rng() % 40) : 1;
-      const int64_t prompt = 5 + static_cast<int64_t>(rng() % 60) + (chunk > 1 ? chunk : 0);
-      requests.push_back(request(rng, prompt, chunk > 1 ? 0 : static_cast<int64_t>(rng() % 12), chunk,
-                                 mixed_params(rng)));
-      chunk_lens.push_back(chunk);
-    }
-    for (int step = 0; step < 3; ++step) {
-      std::vector<ScheduledRequest> chunks;
-      for (size_t i = 0; i < requests.size(); ++i)
-        chunks.push_back(requests[i].chunk(chunk_lens[i], *pool_, kBlockSize));
-      const std::string what = "round " + std::to_string(round) + " step " + std::to_string(step);
-      const StepResult result = expect_graph_equals_eager(chunks, what);
-      replays += result.replayed;
-      for (size_t i = 0; i < requests.size(); ++i) {
-        requests[i].computed += chunk_lens[i];
-        requests[i].tokens.push_back(result.sampled[i]);  // the output grows: counts change
-        requests[i].sampling.step += 1;
-        chunk_lens[i] = 1;
-      }
-    }
-  }
+  const int64_t replays = padded_mixed_rounds_graph_vs_eager(rng);
   EXPECT_GT(replays, 12);
 }
 
@@ -155,28 +52,14 @@ TEST_P(RunnerSampling, ResultsFollowTheDefinitionOnTheRawLogits) {
   options.max_num_tokens = 128;
   options.max_num_seqs = 8;
   options.capture_sizes = {8};
-  build(options);
+  start_cpu_runner(GetParam(), options, 2048);
   std::mt19937 rng(7);
-  std::vector<TestRequest> requests;
-  for (int i = 0; i < 6; ++i) {
-    SamplingParams p = mixed_params(rng);
-    p.repetition_penalty = i % 2 ? 1.7f : 1.0f;
-    p.frequency_penalty = i % 3 ? -1.0f : 0.5f;
-    p.presence_penalty = i == 5 ? 0.0f : 0.75f;
-    p.num_logprobs = i == 4 ? -1 : i * 4;
-    requests.push_back(request(rng, 10 + 7 * i, 6 + i, 1, p));
-  }
-  std::vector<ScheduledRequest> plain, chunks;
-  for (TestRequest& r : requests) {
-    chunks.push_back(r.chunk(1, *pool_, kBlockSize));
-    plain.push_back(chunks.back());
-    plain.back().sampling = SamplingParams{};
-  }
-  runner_->execute(plain);
-  const std::vector<float> raw = test::copy_logits(*model_, 6);
-  const StepResult result = runner_->execute(chunks);
+  std::vector<TestRequest> requests = raw_logits_requests(rng, 0.0f);
+  const test::RawAndSampledStep step = raw_and_sampled_step(requests);
+  const std::vector<ScheduledRequest>& chunks = step.chunks;
+  const std::vector<float>& raw = step.raw;
+  const StepResult& result = step.result;
   EXPECT_TRUE(result.replayed);
-  const std::vector<float> penalized = test::copy_logits(*model_, 6);
   const int64_t V = vocab();
   for (int64_t r = 0; r < 6; ++r) {
     const ScheduledRequest& c = chunks[r];
@@ -194,25 +77,14 @@ TEST_P(RunnerSampling, ResultsFollowTheDefinitionOnTheRawLogits) {
       if (listed[t])
         want[t] = sampling::penalized_logit(want[t], p.repetition_penalty, p.frequency_penalty, p.presence_penalty,
                                             count[t]);
-    const std::vector<float> got(penalized.begin() + r * V, penalized.begin() + (r + 1) * V);
+    const std::vector<float> got(step.penalized.begin() + r * V, step.penalized.begin() + (r + 1) * V);
     EXPECT_TRUE(test::bitwise_equal(want, got)) << "penalized logits of request " << r;
     EXPECT_EQ(result.sampled[r], sample_row_cpu(want.data(), V, p, false).token) << "request " << r;
     // Item 4 over the raw logits.
-    if (p.num_logprobs < 0) {
-      EXPECT_TRUE(std::isnan(result.logprobs[r].logprob) && result.logprobs[r].top.empty());
-      continue;
-    }
-    const RawLogprobRow lp = raw_logprobs_row(raw.data() + r * V, V, p.num_logprobs);
-    const float sampled = sampling::token_logprob(raw[r * V + result.sampled[r]], lp.logit_max, lp.mass);
-    EXPECT_TRUE(same_bits(result.logprobs[r].logprob, sampled)) << "request " << r;
-    ASSERT_EQ(result.logprobs[r].top.size(), lp.top.size());
-    for (size_t k = 0; k < lp.top.size(); ++k) {
-      EXPECT_EQ(result.logprobs[r].top[k].first, lp.top[k].first) << "request " << r << " rank " << k;
-      EXPECT_TRUE(same_bits(result.logprobs[r].top[k].second, lp.top[k].second)) << "request " << r;
-    }
+    test::expect_logprobs_of_raw_logits(result, raw, V, r, p.num_logprobs);
   }
   // A step where nobody asks for logprobs returns none.
-  EXPECT_TRUE(runner_->execute(plain).logprobs.empty());
+  EXPECT_TRUE(runner_->execute(step.plain).logprobs.empty());
 }
 
 // The same decode step of request A alone and between neighbours with other settings, graph and
@@ -222,7 +94,7 @@ TEST_P(RunnerSampling, RequestResultsDoNotDependOnBatchNeighbours) {
   options.max_num_tokens = 128;
   options.max_num_seqs = 8;
   options.capture_sizes = {1, 4, 8};
-  build(options);
+  start_cpu_runner(GetParam(), options, 2048);
   std::mt19937 rng(99);
   SamplingParams pa;
   pa.temperature = 0.8f;
@@ -233,12 +105,12 @@ TEST_P(RunnerSampling, RequestResultsDoNotDependOnBatchNeighbours) {
   TestRequest a = request(rng, 30, 9, 1, pa);
   std::vector<TestRequest> others;
   for (int i = 0; i < 5; ++i) others.push_back(request(rng, 20 + i, 3 + i, 1, mixed_params(rng)));
-  const StepResult alone = runner_->execute({a.chunk(1, *pool_, kBlockSize)});
+  const StepResult alone = runner_->execute({next_chunk(a, 1)});
   for (int layout = 0; layout < 3; ++layout) {
     std::vector<ScheduledRequest> chunks;
-    for (int i = 0; i < 1 + 2 * layout; ++i) chunks.push_back(others[i].chunk(1, *pool_, kBlockSize));
+    for (int i = 0; i < 1 + 2 * layout; ++i) chunks.push_back(next_chunk(others[i], 1));
     const size_t at = static_cast<size_t>(layout);
-    chunks.insert(chunks.begin() + at, a.chunk(1, *pool_, kBlockSize));
+    chunks.insert(chunks.begin() + at, next_chunk(a, 1));
     for (bool graph : {true, false}) {
       const StepResult got = graph ? runner_->execute(chunks) : runner_->execute_eager(chunks);
       EXPECT_EQ(got.sampled[at], alone.sampled[0]) << "layout " << layout;
@@ -253,14 +125,14 @@ TEST_P(RunnerSampling, TooManyPenaltyEntriesFailNamingTheOption) {
   options.max_num_seqs = 4;
   options.capture_sizes = {4};
   options.max_penalty_entries = 8;
-  build(options);
+  start_cpu_runner(GetParam(), options, 2048);
   std::mt19937 rng(3);
   SamplingParams p;
   p.repetition_penalty = 1.2f;
   TestRequest r = request(rng, 40, 2, 1, p);
   std::string error;
   try {
-    runner_->execute({r.chunk(1, *pool_, kBlockSize)});
+    runner_->execute({next_chunk(r, 1)});
   } catch (const Error& e) {
     error = e.what();
   }
@@ -268,14 +140,11 @@ TEST_P(RunnerSampling, TooManyPenaltyEntriesFailNamingTheOption) {
   // Without the repetition penalty only the output is listed: it fits.
   r.sampling.repetition_penalty = 1.0f;
   r.sampling.presence_penalty = 1.0f;
-  EXPECT_NO_THROW(runner_->execute({r.chunk(1, *pool_, kBlockSize)}));
+  EXPECT_NO_THROW(runner_->execute({next_chunk(r, 1)}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, RunnerSampling, ::testing::ValuesIn(test::fixture_models()), [](const auto& info) {
-  std::string name = info.param;
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
-});
+INSTANTIATE_TEST_SUITE_P(Fixtures, RunnerSampling, ::testing::ValuesIn(test::fixture_models()),
+                         [](const auto& info) { return test::fixture_test_name(info.param); });
 
 }  // namespace
 }  // namespace fg

@@ -14,6 +14,7 @@
 #include <cstdlib>
 
 #include "tokenizer/jinja_error.h"
+#include "tokenizer/utf8.h"
 
 namespace fg::jinja::pystr {
 
@@ -22,34 +23,6 @@ namespace {
 constexpr char32_t kEscapeBase = 0xDC00;  // surrogateescape: bad byte b -> U+DC00 + b
 
 int category(char32_t c) { return utf8proc_category(static_cast<utf8proc_int32_t>(c)); }
-
-// Length of the valid UTF-8 sequence at s[i], or 0 when the bytes there are not one.
-size_t valid_sequence(std::string_view s, size_t i, char32_t& cp) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) {
-    cp = b0;
-    return 1;
-  }
-  size_t n;
-  char32_t min;
-  if ((b0 & 0xE0) == 0xC0) {
-    n = 2, cp = b0 & 0x1F, min = 0x80;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    n = 3, cp = b0 & 0x0F, min = 0x800;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    n = 4, cp = b0 & 0x07, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
 
 std::u32string decode_chars(const std::optional<std::string>& chars) {
   return chars ? decode(*chars) : std::u32string();
@@ -110,15 +83,14 @@ void append_title(std::u32string& out, char32_t c) {
 std::u32string decode(std::string_view s) {
   std::u32string out;
   out.reserve(s.size());
+  // utf8.h rejects exactly what Python's strict decoder rejects (overlongs, surrogates, past
+  // U+10FFFF, truncation), one byte at a time, so each rejected byte is one surrogateescape.
   for (size_t i = 0; i < s.size();) {
-    char32_t cp = 0;
-    const size_t n = valid_sequence(s, i, cp);
-    if (n == 0) {
+    if (utf8::valid_sequence_length(s, i) == 0) {
       out.push_back(kEscapeBase + static_cast<unsigned char>(s[i]));
       ++i;
     } else {
-      out.push_back(cp);
-      i += n;
+      out.push_back(utf8::next_code_point(s, i));
     }
   }
   return out;
@@ -127,20 +99,8 @@ std::u32string decode(std::string_view s) {
 void append_utf8(std::string& out, char32_t cp) {
   if (cp >= kEscapeBase + 0x80 && cp <= kEscapeBase + 0xFF) {
     out.push_back(static_cast<char>(cp - kEscapeBase));
-  } else if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    utf8::append_code_point(out, cp);
   }
 }
 
