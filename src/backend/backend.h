@@ -64,6 +64,10 @@ class Backend {
   virtual std::string name() const = 0;
   // The dtype of activations between ops (F32 on the CPU reference, BF16 on GPUs).
   virtual DType activation_dtype() const = 0;
+  // The dtype this backend keeps a weight stored as `stored` in: the loader converts on the host
+  // where they differ (the CPU reference runs BF16, F16 and F32 as they are; the CUDA kernels are
+  // BF16 only).
+  virtual DType weight_dtype(DType stored) const { return stored; }
 
   virtual Allocation allocate(DType dtype, std::initializer_list<int64_t> dims) = 0;
   // Copies between host memory and a tensor of this backend (same byte count).

@@ -115,6 +115,9 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
     LoadedModel loaded = load_model(o.model_dir, load, backend);
     s->config = loaded.config;
     s->source = loaded.source;
+    if (loaded.weights.converted_from)
+      log(fmt::format("weights: {} in the checkpoint, converted to BF16 for the {} backend",
+                      dtype_name(*loaded.weights.converted_from), backend.name()));
     weights = std::move(loaded.weights);
     if (o.model_dir.empty()) {
       s->tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_json(builtin_tokenizer_json(), "built-in tokenizer"));

@@ -167,6 +167,9 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   load_options.format = parse_load_format(o.load_format);
   load_options.round_rope_inv_freq_to_bf16 = o.rope_bf16;
   LoadedModel loaded = load_model(o.model_dir, load_options, backend);
+  if (loaded.weights.converted_from)
+    fmt::print(stderr, "fullgraph: weights: {} in the checkpoint, converted to BF16 for the {} backend\n",
+               dtype_name(*loaded.weights.converted_from), backend.name());
   const ModelConfig config = loaded.config;
   for (size_t i = 0; i < prompt.size(); ++i)
     FG_CHECK(prompt[i] < config.vocab_size, "--prompt-ids: id {} at position {} is outside the vocabulary of {}",

@@ -86,4 +86,22 @@ uint16_t float_to_f16(float value) {
   return static_cast<uint16_t>(sign | (abs >> 13));
 }
 
+void convert_to_bf16(const void* src, DType from, uint16_t* dst, int64_t n) {
+  // f16 -> f32 is exact, so each value is rounded once, as torch's .to(torch.bfloat16) does.
+  switch (from) {
+    case DType::kBF16: std::memcpy(dst, src, static_cast<size_t>(n) * 2); return;
+    case DType::kF16: {
+      const auto* in = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(f16_to_float(in[i]));
+      return;
+    }
+    case DType::kF32: {
+      const auto* in = static_cast<const float*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(in[i]);
+      return;
+    }
+    default: FG_CHECK(false, "convert_to_bf16: {} is not a floating-point type", dtype_name(from));
+  }
+}
+
 }  // namespace fg

@@ -35,4 +35,7 @@ inline uint16_t float_to_bf16(float value) {
 float f16_to_float(uint16_t bits);
 uint16_t float_to_f16(float value);
 
+// n values of type `from` (BF16, F16 or F32) to BF16, each rounded to nearest even.
+void convert_to_bf16(const void* src, DType from, uint16_t* dst, int64_t n);
+
 }  // namespace fg

@@ -117,6 +117,7 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
   const Checkpoint& checkpoint = *checkpoint_ptr;
   ModelWeights w = empty_weights(config);
   w.keep_alive.push_back(checkpoint_ptr);
+  ThreadPool pool;
   std::set<std::string> expected;
   for (const WeightSpec& spec : expected_weights(config)) {
     expected.insert(spec.name);
@@ -133,16 +134,32 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
              "{}: tensor '{}' has dtype {}; weights must be BF16, F16 or F32", checkpoint.dir(), spec.name,
              dtype_name(t.dtype));
     Tensor* slot = slot_for(w, config, spec.name);
-    if (backend.device() == Device::kHost) {
+    const DType kept = backend.weight_dtype(t.dtype);
+    if (backend.device() == Device::kHost && kept == t.dtype) {
       *slot = t;  // read in place from the mmap, which the checkpoint keeps alive
-    } else {
-      Allocation a = backend.allocate(t.dtype, {t.numel()});
-      backend.copy_from_host(a.tensor, t.data);
-      *slot = t;
-      slot->data = a.tensor.data;
-      slot->device = a.tensor.device;
-      w.keep_alive.push_back(a.memory);
+      continue;
     }
+    HostBuffer converted;
+    const void* source = t.data;
+    if (kept != t.dtype) {
+      FG_CHECK(kept == DType::kBF16, "{}: tensor '{}': the {} backend keeps {} weights as {}, which the loader "
+               "cannot convert to", checkpoint.dir(), spec.name, backend.name(), dtype_name(t.dtype), dtype_name(kept));
+      converted = HostBuffer(static_cast<size_t>(t.numel()) * 2);
+      auto* out = reinterpret_cast<uint16_t*>(converted.data());
+      const size_t element = dtype_size(t.dtype);
+      pool.parallel_for(t.numel(), [&](int64_t begin, int64_t end) {  // an 8B F32 checkpoint is 8e9 values
+        convert_to_bf16(static_cast<const char*>(t.data) + begin * element, t.dtype, out + begin, end - begin);
+      });
+      source = converted.data();
+      w.converted_from = t.dtype;
+    }
+    Allocation a = backend.allocate(kept, {t.numel()});
+    backend.copy_from_host(a.tensor, source);
+    *slot = t;
+    slot->dtype = kept;
+    slot->data = a.tensor.data;
+    slot->device = a.tensor.device;
+    w.keep_alive.push_back(a.memory);
   }
   for (const std::string& name : checkpoint.names()) {
     if (expected.count(name) || ignorable(name)) continue;
@@ -167,7 +184,8 @@ ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t
     const double center = is_norm ? 1.0 : 0.0;
     const uint64_t stream = mix(seed ^ hash_name(spec.name));
 
-    HostBuffer host(static_cast<size_t>(numel) * dtype_size(config.dtype));
+    const DType dtype = backend.weight_dtype(config.dtype);
+    HostBuffer host(static_cast<size_t>(numel) * dtype_size(dtype));
     // Each value is a function of its index alone, so the threads' split changes nothing (an 8B
     // shape is 8e9 values: minutes on one core).
     pool.parallel_for(numel, [&](int64_t begin, int64_t end) {
@@ -175,14 +193,14 @@ ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t
         // uniform in [-1, 1) from the top 53 bits
         const double u = static_cast<double>(mix(stream + static_cast<uint64_t>(i)) >> 11) * 0x1p-52 - 1.0;
         const float value = static_cast<float>(center + scale * u);
-        switch (config.dtype) {
+        switch (dtype) {
           case DType::kBF16: reinterpret_cast<uint16_t*>(host.data())[i] = float_to_bf16(value); break;
           case DType::kF16: reinterpret_cast<uint16_t*>(host.data())[i] = float_to_f16(value); break;
           default: reinterpret_cast<float*>(host.data())[i] = value; break;
         }
       }
     });
-    Allocation a = backend.allocate(config.dtype, {numel});
+    Allocation a = backend.allocate(dtype, {numel});
     backend.copy_from_host(a.tensor, host.data());
     Tensor* slot = slot_for(w, config, spec.name);
     *slot = a.tensor;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct ModelWeights {
   Tensor final_norm;    // [H]
   Tensor lm_head;       // [V, H]; the embedding itself when tie_word_embeddings
   std::vector<std::shared_ptr<const void>> keep_alive;  // mmaps and buffers the views point into
+  // A checkpoint dtype the loader converted from, where the backend keeps weights in another
+  // (Backend::weight_dtype: an F16 or F32 checkpoint on the CUDA backend runs as BF16).
+  std::optional<DType> converted_from;
 };
 
 // One tensor the config implies, with its Hugging Face name and shape.

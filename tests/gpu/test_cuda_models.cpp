@@ -11,7 +11,10 @@
 // calls may legitimately flip under bf16 rounding.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <numeric>
 #include <random>
 
@@ -20,6 +23,7 @@
 #include "engine/greedy_generator.h"
 #include "gpu/gpu_test_support.h"
 #include "model/model_loader.h"
+#include "model/safetensors.h"
 #include "runner/host_step.h"
 #include "test_support.h"
 
@@ -161,6 +165,66 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModels,
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
+
+// F16 and F32 checkpoints run on the GPU as BF16 (the loader converts: Backend::weight_dtype). An
+// F32 copy of a BF16 fixture converts back exactly, so its logits equal the BF16 checkpoint's bit
+// for bit; BF16 -> F16 is exact except for weights below F16's normal range, so an F16 copy must
+// still meet the reference.
+TEST(CudaModelsDtype, F16AndF32CheckpointsRunAsBf16) {
+  FG_REQUIRE_GPU();
+  const std::string fixture = test::model_fixture("tiny-llama");
+  const auto source = SafetensorsFile::open(fixture + "/model.safetensors");
+  const Prompt prompt = reference_prompts("tiny-llama").back();
+  LoadOptions options;
+  options.round_rope_inv_freq_to_bf16 = true;
+  CudaBackend backend;
+  auto logits_of = [&](const std::string& dir) {
+    LoadedModel loaded = load_model(dir, options, backend);
+    const int64_t T = static_cast<int64_t>(prompt.ids.size()), block_size = 16;
+    AttentionLimits limits{T, 1, T, loaded.config.num_heads, loaded.config.num_kv_heads, loaded.config.head_dim,
+                           block_size};
+    backend.set_attention(make_cuda_attention("reference", limits));
+    LlamaModel model(loaded.config, std::move(loaded.weights), backend, T, T);
+    KvCache kv = allocate_kv_cache(backend, model.config(), (T + block_size - 1) / block_size + 1, block_size,
+                                   DType::kBF16);
+    return generate_greedy(model, kv, prompt.ids, 0, /*keep_logits=*/true).prompt_logits;
+  };
+  const std::vector<float> bf16_logits = logits_of(fixture);
+
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                      ("fg_dtype_" + std::to_string(::getpid()) + "_" + std::string(dtype_name(dtype)));
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(fixture + "/config.json", dir / "config.json",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::vector<std::vector<std::byte>> storage;
+    std::vector<NamedTensor> tensors;
+    for (const SafetensorsEntry& entry : source->header().entries) {
+      const Tensor bf16 = source->tensor(entry);
+      ASSERT_EQ(bf16.dtype, DType::kBF16) << entry.name;
+      std::vector<std::byte>& bytes = storage.emplace_back(static_cast<size_t>(bf16.numel()) * dtype_size(dtype));
+      for (int64_t i = 0; i < bf16.numel(); ++i) {
+        const float value = bf16_to_float(static_cast<const uint16_t*>(bf16.data)[i]);
+        if (dtype == DType::kF32) reinterpret_cast<float*>(bytes.data())[i] = value;
+        else reinterpret_cast<uint16_t*>(bytes.data())[i] = float_to_f16(value);
+      }
+      Tensor copy = bf16;
+      copy.dtype = dtype;
+      copy.data = bytes.data();
+      tensors.push_back({entry.name, copy});
+    }
+    write_safetensors((dir / "model.safetensors").string(), tensors);
+    const std::vector<float> got = logits_of(dir.string());
+    std::filesystem::remove_all(dir);
+    if (dtype == DType::kF32) {
+      EXPECT_EQ(got, bf16_logits) << "F32 checkpoint";
+    } else {
+      EXPECT_LE(gpu_test::relative_error(got, prompt.logits), kLogitsTolerance) << "F16 checkpoint";
+      EXPECT_EQ(top1_mismatches(got, prompt.logits, static_cast<int64_t>(prompt.logits.size() / prompt.ids.size())), "")
+          << "F16 checkpoint";
+    }
+  }
+}
 
 // Dummy-weight models shaped for the flash kernels (head_dim 64 and 128; Llama, Qwen2 biases,
 // Qwen3 q/k norms) on the GPU against the same weights on the CPU backend: a 45-token prefill

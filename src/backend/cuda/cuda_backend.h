@@ -46,6 +46,7 @@ class CudaBackend final : public Backend {
   Device device() const override { return Device::kCuda; }
   std::string name() const override { return "cuda"; }
   DType activation_dtype() const override { return DType::kBF16; }
+  DType weight_dtype(DType) const override { return DType::kBF16; }
 
   cudaStream_t stream() const { return stream_; }
   int device_index() const { return device_; }

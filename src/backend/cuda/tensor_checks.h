@@ -20,13 +20,12 @@ inline void require(const Tensor& t, DType dtype, const char* what) {
   FG_CHECK(t.dtype == dtype, "cuda backend: {} must be {}, got {}", what, dtype_name(dtype), dtype_name(t.dtype));
 }
 
-// A model weight: only BF16 runs on the GPU.
+// A model weight: only BF16 runs on the GPU (the loader converts F16 and F32 checkpoints, see
+// CudaBackend::weight_dtype; this catches weights made some other way).
 inline void require_weight(const Tensor& t, const char* what) {
   require_device(t, what);
-  FG_CHECK(t.dtype == DType::kBF16,
-           "cuda backend: {} {} is {}; the CUDA backend runs BF16 weights only (convert an F16 or F32 checkpoint "
-           "to bfloat16, or run it with --device cpu)",
-           what, t.shape_string(), dtype_name(t.dtype));
+  FG_CHECK(t.dtype == DType::kBF16, "cuda backend: {} {} is {}; the CUDA backend runs BF16 weights only", what,
+           t.shape_string(), dtype_name(t.dtype));
 }
 
 // Kernels move 16 bytes at a time.
