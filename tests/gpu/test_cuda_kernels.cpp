@@ -456,6 +456,49 @@ TEST(CudaKernelsLinear, StreamedRowsAreBitIdenticalForEveryN) {
   }
 }
 
+// The streamed kernel is launched with PDL and starts fetching weights before the kernel that
+// writes its tokens has finished. Two streamed linears chained through a poisoned buffer, eagerly
+// and as a graph replay, must give the bits of the same two run with a synchronize between them:
+// a missing wait would let the second read poison (NaN) or half-written rows.
+TEST(CudaKernelsLinear, ChainedStreamedLinearsWaitForTheirInputs) {
+  FG_REQUIRE_GPU();
+  Env e;
+  const int64_t n = 16, in = 256, mid = 8192, out_features = 8192;
+  ASSERT_TRUE(cuda::prefers_streamed_linear(mid, e.gpu.sm_count()));
+  ASSERT_TRUE(cuda::prefers_streamed_linear(out_features, e.gpu.sm_count()));
+  const Tensor w_a = e.bf16(e.random(mid * in, 1.0f / std::sqrt(static_cast<float>(in))), {mid, in});
+  const Tensor w_b = e.bf16(e.random(out_features * mid, 1.0f / std::sqrt(static_cast<float>(mid))), {out_features, mid});
+  const Tensor x = e.bf16(e.random(n * in), {n, in});
+  const Tensor y = e.alloc(DType::kBF16, {n, mid}), z = e.alloc(DType::kF32, {n, out_features});
+  auto chain = [&] {
+    e.gpu.linear(x, w_a, nullptr, y);
+    e.gpu.linear(y, w_b, nullptr, z);
+  };
+
+  gpu_test::poison(y);
+  e.gpu.linear(x, w_a, nullptr, y);
+  e.gpu.synchronize();
+  e.gpu.linear(y, w_b, nullptr, z);
+  const std::vector<float> ref = floats(z);
+  ASSERT_TRUE(std::all_of(ref.begin(), ref.end(), [](float v) { return std::isfinite(v); }));
+
+  for (int rep = 0; rep < 3; ++rep) {
+    gpu_test::poison(y);
+    gpu_test::poison(z);
+    chain();
+    EXPECT_EQ(floats(z), ref) << "eager, repetition " << rep;
+  }
+  e.gpu.begin_capture();
+  chain();
+  std::unique_ptr<Graph> graph = e.gpu.end_capture();
+  for (int rep = 0; rep < 3; ++rep) {
+    gpu_test::poison(y);
+    gpu_test::poison(z);
+    graph->replay();
+    EXPECT_EQ(floats(z), ref) << "graph replay, repetition " << rep;
+  }
+}
+
 // Graph == eager (DESIGN.md rule 7): the rows of an n-row linear are bit-identical to the same
 // rows of a linear over the whole bucket that holds n (what a graph captured at the bucket's size
 // computes), for the small-n kernel and for cuBLASLt.

@@ -6,6 +6,7 @@
 #include "backend/cuda/bf16_vec.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/norm_kernels.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace fg::cuda {
 
@@ -18,6 +19,9 @@ __global__ void __launch_bounds__(1024) rms_norm_kernel(const bf16* __restrict__
                                                         const bf16* __restrict__ weight, float eps,
                                                         bf16* __restrict__ out, int hidden) {
   __shared__ float scratch[32];
+  // The matmul that follows a norm (the streamed linear, launched with PDL) may start fetching its
+  // weights now; it waits for this grid before reading the normed rows.
+  allow_dependent_grids();
   const int64_t row = blockIdx.x;
   const int vecs = hidden / 8;
   const uint4* x_row = reinterpret_cast<const uint4*>(x + row * hidden);

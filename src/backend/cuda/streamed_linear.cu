@@ -12,8 +12,12 @@
 //   a third of the bandwidth;
 // - the token rows come through the stage too (one n-row copy): loading them through registers
 //   one chunk ahead was 4-7% slower at M = 16 on the 8B MLP and LM head;
-// - with fewer than ~6 tiles per block the stream is slow (1B down_proj: 42% of copy; ncu shows
-//   the consumers waiting on the copies with DRAM 28% busy), hence prefers_streamed_linear.
+// - with fewer than ~4 tiles per block the stream is slow (1B down_proj: 35-42% of copy; ncu
+//   shows the consumers waiting on the copies with DRAM 28% busy), hence prefers_streamed_linear;
+// - the kernel is launched with PDL and requests its first ring of weights before waiting for
+//   the kernel that writes its tokens (a norm, or the previous streamed linear, both of which
+//   let their dependents launch early): the start-up that cost ~3 us per launch overlaps the
+//   previous kernel's tail (8B gate/up 32.3 -> 29.0 us back to back).
 //
 // Layout. Block b owns the contiguous range of 8-row tiles [b T / G, (b+1) T / G) (T tiles, G
 // blocks = min(T, 2 x SMs)), walked in passes of up to kPassTiles tiles; a pass walks k in chunks of
@@ -29,6 +33,7 @@
 #include "backend/cuda/bf16_vec.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/mma_bf16.cuh"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/streamed_linear.h"
 
 #include <algorithm>
@@ -41,7 +46,9 @@ constexpr int kTileRows = kStreamedBoxRows;  // weight rows per tensor-core tile
 constexpr int kPassTiles = 8;       // tiles per pass: 64 weight rows share each token fragment
 constexpr int kChunk = kStreamedBoxK;  // k per stage (the tensor copy's box width, its limit)
 constexpr int kTileBytes = kTileRows * kChunk * 2;  // one tensor copy of weights
-constexpr int kTokenBytes = kStreamedTokenRows * kChunk * 2;  // one tensor copy of tokens
+// The token slot of a stage: 16 rows when n > 8 (kUpperHalf), else 8 (rows past n are read but
+// meet only output rows that are not stored).
+constexpr int token_slot_bytes(bool upper_half) { return (upper_half ? kStreamedTokenRows : 8) * kChunk * 2; }
 constexpr int kConsumerWarps = 4;
 constexpr int kStepsPerWarp = kChunk / 32 / kConsumerWarps;  // k-steps of 32 per warp per chunk
 constexpr int kThreads = (kConsumerWarps + 1) * 32;          // + the producer warp
@@ -128,12 +135,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   unsigned char* ring = shared + kHeaderBytes;  // [stage][token rows, then tile rows][k]
   uint64_t* empty = full + kMaxStages;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int stage_bytes = kTokenBytes + pass_tiles * kTileBytes;
+  constexpr int kSlotBytes = token_slot_bytes(kUpperHalf);
+  const int stage_bytes = kSlotBytes + pass_tiles * kTileBytes;
   const int64_t tile_begin = blockIdx.x * tiles_total / gridDim.x;
   const int64_t tile_end = (blockIdx.x + 1) * tiles_total / gridDim.x;
   const int chunks = (in + kChunk - 1) / kChunk;
 
   if (threadIdx.x == 0) {
+    allow_dependent_grids();  // they take SM room only as this grid's blocks leave
     prefetch_tensor_map(&weights);
     prefetch_tensor_map(&tokens);
     for (int s = 0; s < stages; ++s) {
@@ -145,24 +154,36 @@ __global__ void __launch_bounds__(kThreads, 2)
   __syncthreads();
 
   if (warp == kConsumerWarps) {
-    // Producer (one thread): wait for a free stage, announce its bytes, one tensor copy of tokens
-    // and one per tile. (Issuing the copies from several lanes changed nothing: measured.)
+    // Producer (one thread): for each (pass, chunk) item, wait for a free stage, announce its
+    // bytes, one tensor copy of tokens and one per tile. (Issuing the copies from several lanes
+    // changed nothing: measured.) The weights depend on no earlier kernel, so the first ring's
+    // worth of them is requested before waiting for the grid that writes the tokens: under PDL
+    // they stream while that grid drains.
     if (lane != 0) return;
     const uint64_t weight_policy = l2_evict_first(), token_policy = l2_evict_last();
     const int token_bytes = n * kChunk * 2;  // the token box is n rows high
-    int item = 0;
-    for (int64_t tile0 = tile_begin; tile0 < tile_end; tile0 += pass_tiles) {
+    const int64_t passes = (tile_end - tile_begin + pass_tiles - 1) / pass_tiles;
+    const int items = static_cast<int>(passes) * chunks;
+    auto copy = [&](int item, bool copy_tokens, bool copy_weights) {
+      const int64_t tile0 = tile_begin + static_cast<int64_t>(item / chunks) * pass_tiles;
+      const int chunk = item % chunks, stage = item % stages;
       const int tiles = static_cast<int>(min(static_cast<int64_t>(pass_tiles), tile_end - tile0));
-      for (int chunk = 0; chunk < chunks; ++chunk, ++item) {
-        const int stage = item % stages;
-        mbarrier_wait(&empty[stage], ((item / stages) & 1) ^ 1);  // a fresh barrier passes parity 1
-        mbarrier_arrive_expect_tx(&full[stage], token_bytes + tiles * kTileBytes);
-        unsigned char* base = ring + stage * stage_bytes;
-        tensor_copy_2d(base, &tokens, chunk * kChunk, 0, &full[stage], token_policy);
+      unsigned char* base = ring + stage * stage_bytes;
+      if (copy_weights) {
+        mbarrier_arrive_expect_tx(&full[stage], token_bytes + tiles * kTileBytes);  // before any copy lands
         for (int tile = 0; tile < tiles; ++tile)
-          tensor_copy_2d(base + kTokenBytes + tile * kTileBytes, &weights, chunk * kChunk,
+          tensor_copy_2d(base + kSlotBytes + tile * kTileBytes, &weights, chunk * kChunk,
                          static_cast<int>((tile0 + tile) * kTileRows), &full[stage], weight_policy);
       }
+      if (copy_tokens) tensor_copy_2d(base, &tokens, chunk * kChunk, 0, &full[stage], token_policy);
+    };
+    const int early = min(stages, items);  // fresh stages: nothing to wait for
+    for (int item = 0; item < early; ++item) copy(item, false, true);
+    wait_for_prerequisite_grids();
+    for (int item = 0; item < early; ++item) copy(item, true, false);
+    for (int item = early; item < items; ++item) {
+      mbarrier_wait(&empty[item % stages], ((item / stages) & 1) ^ 1);
+      copy(item, true, true);
     }
     return;
   }
@@ -182,11 +203,11 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int j = 0; j < kStepsPerWarp; ++j) {
         const int offset = (warp + j * kConsumerWarps) * 64;  // bytes of k-step s = warp + 4 j
         const uint4 lo = *reinterpret_cast<const uint4*>(base + offset);
-        const uint4 hi = kUpperHalf ? *reinterpret_cast<const uint4*>(base + kTokenBytes / 2 + offset) : zero;
+        const uint4 hi = kUpperHalf ? *reinterpret_cast<const uint4*>(base + 8 * kChunk * 2 + offset) : zero;
 #pragma unroll
         for (int tile = 0; tile < kPassTiles; ++tile) {
           if (tile < tiles) {
-            const uint4 wv = *reinterpret_cast<const uint4*>(base + kTokenBytes + tile * kTileBytes + offset);
+            const uint4 wv = *reinterpret_cast<const uint4*>(base + kSlotBytes + tile * kTileBytes + offset);
             mma_k32_slice(acc[tile], lo, hi, wv);
           }
         }
@@ -224,9 +245,20 @@ void launch_typed(const CUtensorMap& weights, const CUtensorMap& tokens, const b
                   int64_t tiles, int blocks, int pass_tiles, int stages, int shared_bytes, cudaStream_t stream) {
   auto* kernel = streamed_linear_kernel<kUpperHalf, OutT>;
   FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
-  kernel<<<static_cast<unsigned>(blocks), kThreads, shared_bytes, stream>>>(
-      weights, tokens, bias, static_cast<OutT*>(out), n, in, out_features, tiles, pass_tiles, stages);
-  FG_CUDA_CHECK(cudaGetLastError());
+  // PDL: the kernel may start while the previous one in the stream drains (it waits for it before
+  // touching the tokens or the output); graphs keep this as a programmatic edge.
+  cudaLaunchAttribute pdl[1];
+  pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  pdl[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(shared_bytes);
+  config.stream = stream;
+  config.attrs = pdl;
+  config.numAttrs = 1;
+  FG_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, weights, tokens, bias, static_cast<OutT*>(out), n, in,
+                                   out_features, tiles, pass_tiles, stages));
 }
 
 }  // namespace
@@ -240,7 +272,7 @@ void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& token
   // A pass holds at most what the busiest block owns, so that small grids get short stages and
   // hence more of them in the ring. The pass size moves no sum (see the header comment).
   const int pass_tiles = static_cast<int>(std::min<int64_t>(kPassTiles, (tiles + blocks - 1) / blocks));
-  const int stage_bytes = kTokenBytes + pass_tiles * kTileBytes;
+  const int stage_bytes = token_slot_bytes(n > 8) + pass_tiles * kTileBytes;
   const int stages = std::min(kMaxStages, kRingBytes / stage_bytes);
   const int shared_bytes = kHeaderBytes + stages * stage_bytes;
   const int n32 = static_cast<int>(n), in32 = static_cast<int>(in), out32 = static_cast<int>(out_features);

@@ -14,13 +14,13 @@
 namespace fg::cuda {
 
 // Whether a weight of this shape takes the streamed kernel rather than the direct one
-// (small_n_linear.h) on a device of sm_count SMs: when each of the 2 x sm_count blocks gets at
-// least 6 tiles of 8 rows (LM heads, the 8B gate/up), where it reads at 87-100% of the copy
-// bandwidth. With fewer rows per block the stream is slower than the direct kernel (measured:
-// bench/RESULTS.md, 2026-11-30 session 3). A function of the shape and device alone, so graph and
-// eager runs of any n pick the same kernel.
+// (small_n_linear.h) on a device of sm_count SMs: when each of the 2 x sm_count blocks gets about
+// 4 tiles of 8 rows or more (on an H200, 7920 rows: the LM heads and the gate/up of both Llama
+// shapes), where it reads at 77-101% of the copy bandwidth. With fewer rows per block the stream
+// is slower than the direct kernel (measured: bench/RESULTS.md, 2026-11-30 session 3). A function
+// of the shape and device alone, so graph and eager runs of any n pick the same kernel.
 inline bool prefers_streamed_linear(int64_t out_features, int sm_count) {
-  return out_features >= int64_t{96} * sm_count;
+  return out_features >= int64_t{60} * sm_count;
 }
 
 // The boxes of the tensor copies: kStreamedBoxRows weight rows (a tensor-core tile), or the n <=

@@ -1,0 +1,19 @@
+// backend/cuda/pdl.cuh — programmatic dependent launch (PDL, sm_90), the device side.
+//
+// A kernel launched with cudaLaunchAttributeProgrammaticStreamSerialization may start before the
+// previous kernel in its stream has finished, once that kernel's blocks have all called
+// allow_dependent_grids() or exited. It must call wait_for_prerequisite_grids() before it reads
+// anything the previous kernel writes, or writes anything it reads. Without the attribute both are
+// no-ops, so a kernel may call them whichever way it is launched.
+#pragma once
+
+namespace fg::cuda {
+
+// Returns once the grids this one depends on have completed and their writes are visible.
+__device__ __forceinline__ void wait_for_prerequisite_grids() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+// Lets this grid's PDL dependents launch (they take SM room only as this grid's blocks leave, and
+// their own wait still orders them after this grid's completion).
+__device__ __forceinline__ void allow_dependent_grids() { asm volatile("griddepcontrol.launch_dependents;"); }
+
+}  // namespace fg::cuda
