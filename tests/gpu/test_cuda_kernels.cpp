@@ -456,46 +456,51 @@ TEST(CudaKernelsLinear, StreamedRowsAreBitIdenticalForEveryN) {
   }
 }
 
-// The streamed kernel is launched with PDL and starts fetching weights before the kernel that
-// writes its tokens has finished. Two streamed linears chained through a poisoned buffer, eagerly
-// and as a graph replay, must give the bits of the same two run with a synchronize between them:
-// a missing wait would let the second read poison (NaN) or half-written rows.
-TEST(CudaKernelsLinear, ChainedStreamedLinearsWaitForTheirInputs) {
+// Both small-n kernels are launched with PDL and start fetching weights before the kernel that
+// writes their tokens has finished. Two linears chained through a poisoned buffer (direct ->
+// direct, streamed -> streamed, streamed -> direct), eagerly and as a graph replay, must give the
+// bits of the same two run with a synchronize between them: a missing wait would let the second
+// read poison (NaN) or half-written rows.
+TEST(CudaKernelsLinear, ChainedSmallNLinearsWaitForTheirInputs) {
   FG_REQUIRE_GPU();
   Env e;
-  const int64_t n = 16, in = 256, mid = 8192, out_features = 8192;
-  ASSERT_TRUE(cuda::prefers_streamed_linear(mid, e.gpu.sm_count()));
-  ASSERT_TRUE(cuda::prefers_streamed_linear(out_features, e.gpu.sm_count()));
-  const Tensor w_a = e.bf16(e.random(mid * in, 1.0f / std::sqrt(static_cast<float>(in))), {mid, in});
-  const Tensor w_b = e.bf16(e.random(out_features * mid, 1.0f / std::sqrt(static_cast<float>(mid))), {out_features, mid});
-  const Tensor x = e.bf16(e.random(n * in), {n, in});
-  const Tensor y = e.alloc(DType::kBF16, {n, mid}), z = e.alloc(DType::kF32, {n, out_features});
-  auto chain = [&] {
+  const int64_t n = 16, in = 256;
+  ASSERT_FALSE(cuda::prefers_streamed_linear(2048, e.gpu.sm_count()));
+  ASSERT_TRUE(cuda::prefers_streamed_linear(8192, e.gpu.sm_count()));
+  for (auto [mid, out_features] : {std::pair<int64_t, int64_t>{2048, 2048}, {8192, 8192}, {8192, 2048}}) {
+    const std::string what = std::to_string(in) + " -> " + std::to_string(mid) + " -> " + std::to_string(out_features);
+    const Tensor w_a = e.bf16(e.random(mid * in, 1.0f / std::sqrt(static_cast<float>(in))), {mid, in});
+    const Tensor w_b =
+        e.bf16(e.random(out_features * mid, 1.0f / std::sqrt(static_cast<float>(mid))), {out_features, mid});
+    const Tensor x = e.bf16(e.random(n * in), {n, in});
+    const Tensor y = e.alloc(DType::kBF16, {n, mid}), z = e.alloc(DType::kF32, {n, out_features});
+    auto chain = [&] {
+      e.gpu.linear(x, w_a, nullptr, y);
+      e.gpu.linear(y, w_b, nullptr, z);
+    };
+
+    gpu_test::poison(y);
     e.gpu.linear(x, w_a, nullptr, y);
+    e.gpu.synchronize();
     e.gpu.linear(y, w_b, nullptr, z);
-  };
+    const std::vector<float> ref = floats(z);
+    ASSERT_TRUE(std::all_of(ref.begin(), ref.end(), [](float v) { return std::isfinite(v); })) << what;
 
-  gpu_test::poison(y);
-  e.gpu.linear(x, w_a, nullptr, y);
-  e.gpu.synchronize();
-  e.gpu.linear(y, w_b, nullptr, z);
-  const std::vector<float> ref = floats(z);
-  ASSERT_TRUE(std::all_of(ref.begin(), ref.end(), [](float v) { return std::isfinite(v); }));
-
-  for (int rep = 0; rep < 3; ++rep) {
-    gpu_test::poison(y);
-    gpu_test::poison(z);
+    for (int rep = 0; rep < 3; ++rep) {
+      gpu_test::poison(y);
+      gpu_test::poison(z);
+      chain();
+      EXPECT_EQ(floats(z), ref) << what << ", eager, repetition " << rep;
+    }
+    e.gpu.begin_capture();
     chain();
-    EXPECT_EQ(floats(z), ref) << "eager, repetition " << rep;
-  }
-  e.gpu.begin_capture();
-  chain();
-  std::unique_ptr<Graph> graph = e.gpu.end_capture();
-  for (int rep = 0; rep < 3; ++rep) {
-    gpu_test::poison(y);
-    gpu_test::poison(z);
-    graph->replay();
-    EXPECT_EQ(floats(z), ref) << "graph replay, repetition " << rep;
+    std::unique_ptr<Graph> graph = e.gpu.end_capture();
+    for (int rep = 0; rep < 3; ++rep) {
+      gpu_test::poison(y);
+      gpu_test::poison(z);
+      graph->replay();
+      EXPECT_EQ(floats(z), ref) << what << ", graph replay, repetition " << rep;
+    }
   }
 }
 

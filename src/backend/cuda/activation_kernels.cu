@@ -6,6 +6,7 @@
 
 #include "backend/cuda/bf16_vec.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace fg::cuda {
 
@@ -13,6 +14,7 @@ namespace {
 
 __global__ void __launch_bounds__(256) silu_mul_kernel(const uint4* __restrict__ gate, const uint4* __restrict__ up,
                                                        uint4* __restrict__ out, int64_t vecs) {
+  allow_dependent_grids();  // the down projection (PDL) may start fetching its weights
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < vecs;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float g[8], u[8], o[8];

@@ -1,4 +1,4 @@
-// backend/cuda/pdl.cuh — programmatic dependent launch (PDL, sm_90), the device side.
+// backend/cuda/pdl.cuh — programmatic dependent launch (PDL, sm_90): the launch and the device side.
 //
 // A kernel launched with cudaLaunchAttributeProgrammaticStreamSerialization may start before the
 // previous kernel in its stream has finished, once that kernel's blocks have all called
@@ -7,7 +7,31 @@
 // no-ops, so a kernel may call them whichever way it is launched.
 #pragma once
 
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "backend/cuda/cuda_check.h"
+
 namespace fg::cuda {
+
+// Launches `kernel` on `stream` with the PDL attribute; graphs captured from the stream keep it
+// as a programmatic edge.
+template <typename... Params, typename... Args>
+void launch_with_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
+                     Args&&... args) {
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  FG_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
 
 // Returns once the grids this one depends on have completed and their writes are visible.
 __device__ __forceinline__ void wait_for_prerequisite_grids() { asm volatile("griddepcontrol.wait;" ::: "memory"); }

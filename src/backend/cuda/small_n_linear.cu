@@ -22,6 +22,7 @@
 #include "backend/cuda/bf16_vec.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/mma_bf16.cuh"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/small_n_linear.h"
 
 #include <algorithm>
@@ -74,6 +75,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const
                                                                       int out_features) {
   __shared__ float partial[kMaxWarps][4][32];  // [warp][accumulator][lane]
   extern __shared__ uint4 ring[];              // [warp][stage][kGroup][lane] when kStages > 0
+  allow_dependent_grids();  // see the PDL note at the main loop
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = blockIdx.x * kRowsPerBlock;
@@ -105,9 +107,24 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const
   };
 
   // Main loop: groups of kGroup consecutive whole k-steps, dealt to the warps round-robin.
+  // PDL (the kernel is launched with it): the weights depend on no earlier kernel, so each warp
+  // requests its first group of them before waiting for the kernel that writes the tokens; they
+  // stream while that kernel drains. Tokens and outputs are touched only after the wait.
   const int full_steps = in / 32, steps = (in + 31) / 32, groups = full_steps / kGroup;
   if constexpr (kStages == 0) {
-    for (int group = warp; group < groups; group += warps) {
+    int first = warp;
+    if (first < groups) {
+      const int k = first * kGroup * 32;
+      uint4 wv[kGroup];
+#pragma unroll
+      for (int u = 0; u < kGroup; ++u) wv[u] = load_weights(w_lane + k + u * 32);
+      wait_for_prerequisite_grids();
+      compute_group(k, wv);
+      first += warps;
+    } else {
+      wait_for_prerequisite_grids();
+    }
+    for (int group = first; group < groups; group += warps) {
       const int k = group * kGroup * 32;
       uint4 wv[kGroup];
 #pragma unroll
@@ -126,6 +143,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const
     };
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) issue(warp + s * warps, s);
+    wait_for_prerequisite_grids();
     int stage = 0;
     for (int group = warp; group < groups; group += warps) {
       issue(group + (kStages - 1) * warps, (stage + kStages - 1) % kStages);
@@ -171,10 +189,9 @@ void launch_typed(const bf16* x, const bf16* w, const bf16* bias, void* out, int
   auto* kernel = small_n_linear_kernel<kUpperHalf, kStages, kGroup, OutT>;
   if (ring_bytes > 48 * 1024)
     FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
-  kernel<<<static_cast<unsigned>(blocks), warps * 32, ring_bytes, stream>>>(
-      x, w, bias, static_cast<OutT*>(out), static_cast<int>(n), static_cast<int>(in),
-      static_cast<int>(out_features));
-  FG_CUDA_CHECK(cudaGetLastError());
+  launch_with_pdl(kernel, dim3(static_cast<unsigned>(blocks)), dim3(warps * 32), static_cast<size_t>(ring_bytes), stream,
+                  x, w, bias, static_cast<OutT*>(out), static_cast<int>(n), static_cast<int>(in),
+                  static_cast<int>(out_features));
 }
 
 template <int kStages, int kGroup>

@@ -246,19 +246,9 @@ void launch_typed(const CUtensorMap& weights, const CUtensorMap& tokens, const b
   auto* kernel = streamed_linear_kernel<kUpperHalf, OutT>;
   FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
   // PDL: the kernel may start while the previous one in the stream drains (it waits for it before
-  // touching the tokens or the output); graphs keep this as a programmatic edge.
-  cudaLaunchAttribute pdl[1];
-  pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  pdl[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(blocks));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(shared_bytes);
-  config.stream = stream;
-  config.attrs = pdl;
-  config.numAttrs = 1;
-  FG_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, weights, tokens, bias, static_cast<OutT*>(out), n, in,
-                                   out_features, tiles, pass_tiles, stages));
+  // touching the tokens or the output).
+  launch_with_pdl(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), static_cast<size_t>(shared_bytes), stream,
+                  weights, tokens, bias, static_cast<OutT*>(out), n, in, out_features, tiles, pass_tiles, stages);
 }
 
 }  // namespace
