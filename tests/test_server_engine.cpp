@@ -106,7 +106,16 @@ TEST(ServerEngine, CancelFreesBlocksAndEndsTheStream) {
   std::vector<GenerationJob::Delta> got;
   while (got.empty()) got = job->take_deltas(1s);
   EXPECT_FALSE(job->finished());
-  EXPECT_LT(f.service->kv_snapshot().free_blocks, f.service->kv_snapshot().usable_blocks);
+  // The deltas of a step arrive before that step's snapshot is taken (the callbacks run inside
+  // Engine::step), so the first snapshot may still be the one from before the prefill: wait for
+  // the blocks to show as used (the request runs ~50 steps of 2 ms).
+  KvSnapshot running = f.service->kv_snapshot();
+  for (int i = 0; i < 200 && running.free_blocks == running.usable_blocks; ++i) {
+    std::this_thread::sleep_for(1ms);
+    running = f.service->kv_snapshot();
+  }
+  EXPECT_LT(running.free_blocks, running.usable_blocks);
+  EXPECT_FALSE(job->finished());
   job->cancel_unfinished();
   EXPECT_TRUE(job->finished());  // at once: the cancel ran the callbacks
   // The blocks are free at once; the snapshot may show the state before a step in flight, so it
