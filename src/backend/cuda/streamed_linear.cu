@@ -1,5 +1,5 @@
 // backend/cuda/streamed_linear.cu — the decode-time linear (n <= 16 token rows) for weights with
-// many rows (the LM head, the 8B MLP): a persistent grid whose blocks stream their rows through
+// many rows (the LM heads, the gate/up projections): a persistent grid whose blocks stream their rows through
 // shared memory with the tensor copy engine (TMA), so that the bytes in flight no longer depend
 // on registers or warps.
 //
@@ -21,10 +21,10 @@
 //
 // Layout. Block b owns the contiguous range of 8-row tiles [b T / G, (b+1) T / G) (T tiles, G
 // blocks = min(T, 2 x SMs)), walked in passes of up to kPassTiles tiles; a pass walks k in chunks of
-// kChunk. A ring stage holds one chunk of the n token rows (in a slot of 16), then of every tile of
-// the pass, each [row][k] dense; weight rows past the end and k past `in` arrive as zeros (the
-// tensor maps' out-of-bounds fill). Token rows n..15 of the slot hold stale bytes: they meet only
-// output rows >= n, which are not stored. Each token fragment serves every tile of the pass.
+// kChunk. A ring stage holds one chunk of the n token rows (in a slot of 8 or 16 rows), then of
+// every tile of the pass, each [row][k] dense; weight rows past the end and k past `in` arrive as
+// zeros (the tensor maps' out-of-bounds fill). The slot's rows past n hold stale bytes: they meet
+// only output rows >= n, which are not stored. Each token fragment serves every tile of the pass.
 //
 // Order of the sums (DESIGN.md rule 7): consumer warp w accumulates the k-steps s = w (mod 4) of
 // every chunk, chunks in order, and the four partial sums meet in warp order. That order depends
