@@ -121,18 +121,20 @@ std::vector<int32_t> run_alone(const TraceRequest& t, int64_t block_size) {
   return c.tokens;
 }
 
+// A waiting request whose prompt is `length` copies of `token`.
+SchedRequest prompt_request(uint64_t id, int64_t arrival, int64_t length, int32_t token) {
+  SchedRequest r;
+  r.id = id;
+  r.arrival = arrival;
+  r.tokens.assign(static_cast<size_t>(length), token);
+  r.num_prompt_tokens = length;
+  return r;
+}
+
 TEST(Scheduler, PrefillIsChunkedByTheBudgetAndDecodesRunFirst) {
   KvBlockManager kv({64, 4, true});
   Scheduler scheduler({/*max_num_batched_tokens=*/8, /*max_num_seqs=*/4}, kv);
-  SchedRequest a, b;
-  a.id = 1;
-  a.arrival = 0;
-  a.tokens.assign(10, 3);
-  a.num_prompt_tokens = 10;
-  b.id = 2;
-  b.arrival = 1;
-  b.tokens.assign(5, 4);
-  b.num_prompt_tokens = 5;
+  SchedRequest a = prompt_request(1, 0, 10, 3), b = prompt_request(2, 1, 5, 4);
   scheduler.add(&a);
   scheduler.add(&b);
   SchedulerOutput s1 = scheduler.schedule();
@@ -154,15 +156,7 @@ TEST(Scheduler, PrefillIsChunkedByTheBudgetAndDecodesRunFirst) {
 TEST(Scheduler, PreemptsTheNewestRequestWhenBlocksRunOut) {
   KvBlockManager kv({4, 4, false});  // 3 usable blocks of 4 tokens
   Scheduler scheduler({64, 4}, kv);
-  SchedRequest a, b;
-  a.id = 1;
-  a.arrival = 0;
-  a.tokens.assign(4, 1);
-  a.num_prompt_tokens = 4;
-  b.id = 2;
-  b.arrival = 1;
-  b.tokens.assign(8, 2);
-  b.num_prompt_tokens = 8;
+  SchedRequest a = prompt_request(1, 0, 4, 1), b = prompt_request(2, 1, 8, 2);
   scheduler.add(&a);
   scheduler.add(&b);
   SchedulerOutput s1 = scheduler.schedule();

@@ -78,14 +78,7 @@ T* field(void* base, size_t offset) {
   return reinterpret_cast<T*>(static_cast<char*>(base) + offset);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 TEST(PaddingContract, ContractFillGivesTheUnpaddedEagerResult) {
   PaddedDecodeScenario padded(false), eager(false);

@@ -38,6 +38,7 @@
 #include "sampling/cpu_sampler.h"
 #include "sampling/sampling_math.h"
 #include "sampling/sampling_params.h"
+#include "test_support.h"
 
 namespace fg {
 namespace {
@@ -170,14 +171,7 @@ SamplingParams random_penalties(std::mt19937& rng) {
   return p;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 // --- penalties ----------------------------------------------------------------------------------
 

@@ -26,15 +26,8 @@ constexpr int32_t kLlama3EndOfText = 128001;  // <|end_of_text|>
 constexpr int32_t kLlama3EotId = 128009;      // <|eot_id|>
 constexpr int32_t kLlama3Period = 13;         // "."
 
-std::string tokenizer_dir(const std::string& name) { return test::testdata_dir() + "/tokenizers/" + name; }
-
-// Loading takes about a second per tokenizer; every test shares one copy of each.
-const Tokenizer& fixture(const std::string& name) {
-  static std::map<std::string, Tokenizer> loaded;
-  auto it = loaded.find(name);
-  if (it == loaded.end()) it = loaded.emplace(name, Tokenizer::from_file(tokenizer_dir(name) + "/tokenizer.json")).first;
-  return it->second;
-}
+using test::tokenizer_dir;
+const Tokenizer& fixture(const std::string& name) { return test::tokenizer_fixture(name); }
 const Tokenizer& llama3() { return fixture("llama3_1"); }
 
 struct GoldenLine {

@@ -7,10 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "model/safetensors.h"
+#include "tokenizer/tokenizer.h"
 
 namespace fg::test {
 
@@ -24,6 +28,26 @@ inline std::string model_fixture(const std::string& name) { return testdata_dir(
 inline const std::vector<std::string>& fixture_models() {
   static const std::vector<std::string> names = {"tiny-llama", "tiny-llama3-rope", "tiny-qwen2", "tiny-qwen3"};
   return names;
+}
+
+inline std::string tokenizer_dir(const std::string& name) { return testdata_dir() + "/tokenizers/" + name; }
+
+// The tokenizer fixture `name`, loaded once per test binary (about a second each).
+inline const Tokenizer& tokenizer_fixture(const std::string& name) {
+  static std::map<std::string, Tokenizer> loaded;
+  auto it = loaded.find(name);
+  if (it == loaded.end()) it = loaded.emplace(name, Tokenizer::from_file(tokenizer_dir(name) + "/tokenizer.json")).first;
+  return it->second;
+}
+
+// The message of the fg::Error that `f` throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 template <typename T>

@@ -25,15 +25,8 @@ const std::vector<std::string>& tokenizer_names() {
   return names;
 }
 
-std::string tokenizer_dir(const std::string& name) { return test::testdata_dir() + "/tokenizers/" + name; }
-
-// Loading takes about a second per tokenizer; every test shares one copy of each.
-const Tokenizer& fixture(const std::string& name) {
-  static std::map<std::string, Tokenizer> loaded;
-  auto it = loaded.find(name);
-  if (it == loaded.end()) it = loaded.emplace(name, Tokenizer::from_file(tokenizer_dir(name) + "/tokenizer.json")).first;
-  return it->second;
-}
+using test::tokenizer_dir;
+const Tokenizer& fixture(const std::string& name) { return test::tokenizer_fixture(name); }
 
 // A small valid tokenizer.json to break in the refusal tests.
 nlohmann::json tiny_tokenizer() {
