@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/host_buffer.h"
@@ -117,7 +118,7 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
   const Checkpoint& checkpoint = *checkpoint_ptr;
   ModelWeights w = empty_weights(config);
   w.keep_alive.push_back(checkpoint_ptr);
-  ThreadPool pool;
+  std::optional<ThreadPool> pool;  // started by the first tensor that needs converting
   std::set<std::string> expected;
   for (const WeightSpec& spec : expected_weights(config)) {
     expected.insert(spec.name);
@@ -147,7 +148,8 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
       converted = HostBuffer(static_cast<size_t>(t.numel()) * 2);
       auto* out = reinterpret_cast<uint16_t*>(converted.data());
       const size_t element = dtype_size(t.dtype);
-      pool.parallel_for(t.numel(), [&](int64_t begin, int64_t end) {  // an 8B F32 checkpoint is 8e9 values
+      if (!pool) pool.emplace();
+      pool->parallel_for(t.numel(), [&](int64_t begin, int64_t end) {  // an 8B F32 checkpoint is 8e9 values
         convert_to_bf16(static_cast<const char*>(t.data) + begin * element, t.dtype, out + begin, end - begin);
       });
       source = converted.data();
