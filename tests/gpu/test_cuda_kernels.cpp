@@ -10,6 +10,8 @@
 #include <cmath>
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "attention/cuda/reference_attention.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
@@ -408,7 +410,9 @@ TEST(CudaKernelsLinear, MatchesCpu) {
 // tiles (1003, 40 rows), k not a multiple of the streamed kernel's 256-wide chunk (520 = 2 x 256
 // + 8, 64 < 256), grids smaller than the device (40, 1003 rows), blocks with a partial last pass
 // (on an H200's 264 streamed blocks, 20000 rows are 9 or 10 tiles of 8 per block: passes of 8
-// then 1 or 2) or several (60000 rows: 28 or 29 tiles), and the direct kernel's one-warp grids.
+// then 1 or 2) or several (60000 rows: 28 or 29 tiles), the direct kernel's one-warp grids, and
+// the streamed kernel's slices of k, which streamed_k_slices gives the shapes of few rows (on an
+// H200: 520 -> 1003 in 3 slices of one chunk, 2048 -> 512 in 8, 4096 -> 4096 in 2).
 TEST(CudaKernelsLinear, BothSmallNKernelsMatchCpu) {
   FG_REQUIRE_GPU();
   Env e;
@@ -458,31 +462,39 @@ TEST(CudaKernelsLinear, StreamedRowsAreBitIdenticalForEveryN) {
 
 // Both small-n kernels are launched with PDL and start fetching weights before the kernel that
 // writes their tokens has finished. Two linears chained through a poisoned buffer (direct ->
-// direct, streamed -> streamed, streamed -> direct), eagerly and as a graph replay, must give the
-// bits of the same two run with a synchronize between them: a missing wait would let the second
-// read poison (NaN) or half-written rows.
+// direct, streamed -> streamed with and without slices of k, streamed -> direct), eagerly and as a
+// graph replay, must give the bits of the same two run with a synchronize between them: a missing
+// wait would let the second read poison (NaN) or half-written rows, or meet the first's slice
+// sums in the shared workspace.
 TEST(CudaKernelsLinear, ChainedSmallNLinearsWaitForTheirInputs) {
   FG_REQUIRE_GPU();
   Env e;
-  const int64_t n = 16, in = 256;
-  ASSERT_FALSE(cuda::prefers_streamed_linear(2048, e.gpu.sm_count()));
-  ASSERT_TRUE(cuda::prefers_streamed_linear(8192, e.gpu.sm_count()));
-  for (auto [mid, out_features] : {std::pair<int64_t, int64_t>{2048, 2048}, {8192, 8192}, {8192, 2048}}) {
-    const std::string what = std::to_string(in) + " -> " + std::to_string(mid) + " -> " + std::to_string(out_features);
-    const Tensor w_a = e.bf16(e.random(mid * in, 1.0f / std::sqrt(static_cast<float>(in))), {mid, in});
-    const Tensor w_b =
-        e.bf16(e.random(out_features * mid, 1.0f / std::sqrt(static_cast<float>(mid))), {out_features, mid});
+  const int64_t n = 16, in = 2048;
+  struct Chain {
+    LinearPath first, second;
+    int64_t mid, out_features;
+  };
+  const LinearPath direct = LinearPath::kSmallNDirect, streamed = LinearPath::kSmallNStreamed;
+  ASSERT_GT(cuda::streamed_k_slices(2048, in, e.gpu.sm_count()), 1);
+  ASSERT_EQ(cuda::streamed_k_slices(20000, in, e.gpu.sm_count()), 1);
+  for (const Chain& c : {Chain{direct, direct, 2048, 2048}, Chain{streamed, streamed, 2048, 2048},
+                         Chain{streamed, streamed, 20000, 2048}, Chain{streamed, direct, 20000, 2048}}) {
+    const std::string what = fmt::format("{} -> {} (path {}) -> {} (path {})", in, c.mid, static_cast<int>(c.first),
+                                          c.out_features, static_cast<int>(c.second));
+    const Tensor w_a = e.bf16(e.random(c.mid * in, 1.0f / std::sqrt(static_cast<float>(in))), {c.mid, in});
+    const Tensor w_b = e.bf16(e.random(c.out_features * c.mid, 1.0f / std::sqrt(static_cast<float>(c.mid))),
+                              {c.out_features, c.mid});
     const Tensor x = e.bf16(e.random(n * in), {n, in});
-    const Tensor y = e.alloc(DType::kBF16, {n, mid}), z = e.alloc(DType::kF32, {n, out_features});
+    const Tensor y = e.alloc(DType::kBF16, {n, c.mid}), z = e.alloc(DType::kF32, {n, c.out_features});
     auto chain = [&] {
-      e.gpu.linear(x, w_a, nullptr, y);
-      e.gpu.linear(y, w_b, nullptr, z);
+      e.gpu.linear_with(c.first, x, w_a, nullptr, y);
+      e.gpu.linear_with(c.second, y, w_b, nullptr, z);
     };
 
     gpu_test::poison(y);
-    e.gpu.linear(x, w_a, nullptr, y);
+    e.gpu.linear_with(c.first, x, w_a, nullptr, y);
     e.gpu.synchronize();
-    e.gpu.linear(y, w_b, nullptr, z);
+    e.gpu.linear_with(c.second, y, w_b, nullptr, z);
     const std::vector<float> ref = floats(z);
     ASSERT_TRUE(std::all_of(ref.begin(), ref.end(), [](float v) { return std::isfinite(v); })) << what;
 
@@ -500,6 +512,44 @@ TEST(CudaKernelsLinear, ChainedSmallNLinearsWaitForTheirInputs) {
       gpu_test::poison(z);
       graph->replay();
       EXPECT_EQ(floats(z), ref) << what << ", graph replay, repetition " << rep;
+    }
+  }
+}
+
+// The streamed kernel at slice counts of k, forced: each matches the CPU, gives bit-identical rows
+// for every n, and writes every output on every run (each run gets a freshly poisoned output; a
+// tile's arrival count left armed by the run before would leave its rows poisoned). Shapes: a
+// partial row tile and a partial last chunk of k (1003 x 1000: 126 tiles, 4 chunks, the last 232
+// wide), uneven slices (3 of 4 chunks), blocks whose units straddle two slices, the 8B o_proj.
+TEST(CudaKernelsLinear, StreamedSlicesOfKMatchCpuAndAreBitIdenticalForEveryN) {
+  FG_REQUIRE_GPU();
+  Env e;
+  cuda::StreamedLinear streamed(e.gpu.sm_count());
+  struct SliceCase {
+    int64_t in, out_features;
+    std::vector<int> slice_counts;
+  };
+  for (const SliceCase& c : {SliceCase{1000, 1003, {1, 2, 3, 4}}, SliceCase{4096, 4096, {1, 2, 3, 4}}}) {
+    Bf16Values w = e.random(c.out_features * c.in, 1.0f / std::sqrt(static_cast<float>(c.in)));
+    Bf16Values b = e.random(c.out_features, 0.5f), x = e.random(16 * c.in);
+    const Tensor w_gpu = e.bf16(w, {c.out_features, c.in}), b_gpu = e.bf16(b, {c.out_features});
+    const Tensor x_gpu = e.bf16(x, {16, c.in}), b_host = host_bf16(b.bits, {c.out_features});
+    std::vector<float> ref(16 * c.out_features);
+    e.cpu.linear(host(x.values, {16, c.in}), host_bf16(w.bits, {c.out_features, c.in}), &b_host,
+                 host(ref, {16, c.out_features}));
+    auto run = [&](int64_t n, int slices) {
+      const Tensor out = e.poisoned(DType::kF32, {n, c.out_features});
+      streamed.run(static_cast<const __nv_bfloat16*>(x_gpu.data), static_cast<const __nv_bfloat16*>(w_gpu.data),
+                   static_cast<const __nv_bfloat16*>(b_gpu.data), out.data, true, n, c.in, c.out_features,
+                   e.gpu.stream(), slices);
+      return floats(out);
+    };
+    for (int slices : c.slice_counts) {
+      const std::string what = fmt::format("{} -> {}, {} slices", c.in, c.out_features, slices);
+      const std::vector<float> all = run(16, slices);
+      EXPECT_LE(relative_error(all, ref), kTolerance) << what;
+      for (int64_t n : {1, 7, 8, 9, 16})
+        EXPECT_EQ(run(n, slices), slice(all, 0, static_cast<size_t>(n * c.out_features))) << what << ", n " << n;
     }
   }
 }
@@ -559,8 +609,8 @@ TEST(CudaKernelsLinear, BatchInvariantRowsDoNotDependOnTheRowCount) {
   Env e;
   e.gpu.set_batch_invariant(true);
   const int64_t in = 520;
-  ASSERT_FALSE(cuda::prefers_streamed_linear(1000, e.gpu.sm_count()));
-  ASSERT_TRUE(cuda::prefers_streamed_linear(20000, e.gpu.sm_count()));
+  ASSERT_FALSE(cuda::prefers_streamed_linear(1000, in, e.gpu.sm_count()));
+  ASSERT_TRUE(cuda::prefers_streamed_linear(20000, in, e.gpu.sm_count()));
   for (int64_t out_features : {1000, 20000}) {
     const int64_t rows = 300;
     Bf16Values w = e.random(out_features * in, 0.04f), b = e.random(out_features, 0.5f), x = e.random(rows * in);

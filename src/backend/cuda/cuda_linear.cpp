@@ -69,7 +69,7 @@ void CudaBackend::linear_with(LinearPath path, const Tensor& x, const Tensor& we
 void CudaBackend::launch_small_n(LinearPath path, const void* x, const void* weight, const void* bias, void* out,
                                  bool out_f32, int64_t n, int64_t in, int64_t out_features) {
   if (path == LinearPath::kSmallN)
-    path = cuda::prefers_streamed_linear(out_features, sm_count_) ? LinearPath::kSmallNStreamed : LinearPath::kSmallNDirect;
+    path = cuda::prefers_streamed_linear(out_features, in, sm_count_) ? LinearPath::kSmallNStreamed : LinearPath::kSmallNDirect;
   const auto* x16 = static_cast<const __nv_bfloat16*>(x);
   const auto* w16 = static_cast<const __nv_bfloat16*>(weight);
   const auto* b16 = static_cast<const __nv_bfloat16*>(bias);

@@ -5,6 +5,7 @@
 
 #include <cudaTypedefs.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -14,6 +15,8 @@
 namespace fg::cuda {
 
 namespace {
+
+constexpr size_t kSliceSumFloats = 4 * 32;  // one tile's fragment sums of one slice: [acc][lane]
 
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
@@ -62,17 +65,37 @@ struct StreamedLinear::Maps {
   }
 };
 
-StreamedLinear::StreamedLinear(int sm_count) : sm_count_(sm_count), maps_(std::make_unique<Maps>()) {}
-StreamedLinear::~StreamedLinear() = default;
+StreamedLinear::StreamedLinear(int sm_count) : sm_count_(sm_count), maps_(std::make_unique<Maps>()) {
+  configure_streamed_linear_kernels();
+  const size_t units = static_cast<size_t>(streamed_full_pass_units(sm_count));
+  FG_CUDA_CHECK(cudaMalloc(&slice_sums_, units * kSliceSumFloats * sizeof(float)));
+  FG_CUDA_CHECK(cudaMalloc(&arrivals_, units * sizeof(int)));
+  FG_CUDA_CHECK(cudaMemset(arrivals_, 0, units * sizeof(int)));
+}
+
+StreamedLinear::~StreamedLinear() {
+  cudaFree(slice_sums_);  // unchecked: a destructor must not throw
+  cudaFree(arrivals_);
+}
 
 void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, void* out,
-                         bool out_f32, int64_t n, int64_t in, int64_t out_features, cudaStream_t stream) {
+                         bool out_f32, int64_t n, int64_t in, int64_t out_features, cudaStream_t stream,
+                         int k_slices) {
   if (n == 0 || out_features == 0) return;
+  if (k_slices == 0) k_slices = streamed_k_slices(out_features, in, sm_count_);
+  const int64_t tiles = (out_features + kStreamedBoxRows - 1) / kStreamedBoxRows;
+  const int64_t chunks = (in + kStreamedBoxK - 1) / kStreamedBoxK;
+  FG_CHECK(k_slices >= 1 && k_slices <= chunks &&
+               (k_slices == 1 || k_slices * tiles <= streamed_full_pass_units(sm_count_)),
+           "cuda backend: the streamed linear cannot cut k = {} into {} slices over {} rows (at most {} chunks of {}, "
+           "and {} tile slices)",
+           in, k_slices, out_features, chunks, kStreamedBoxK, streamed_full_pass_units(sm_count_));
   const CUtensorMap& weights = Maps::find_or_make(maps_->weights, w, out_features, in, kStreamedBoxRows, "weight");
   // The token box is n rows high: rows n..15 of a stage's token slot are never written, and feed
   // only output rows past n (each output row of the tensor core reads its own token row).
   const CUtensorMap& tokens = Maps::find_or_make(maps_->tokens, x, n, in, static_cast<uint32_t>(n), "token rows");
-  launch_streamed_linear(weights, tokens, bias, out, out_f32, n, in, out_features, sm_count_, stream);
+  launch_streamed_linear(weights, tokens, bias, out, out_f32, n, in, out_features, k_slices, slice_sums_, arrivals_,
+                         sm_count_, stream);
 }
 
 }  // namespace fg::cuda

@@ -1,7 +1,7 @@
-// backend/cuda/streamed_linear.cu — the decode-time linear (n <= 16 token rows) for weights with
-// many rows (the LM heads, the gate/up projections): a persistent grid whose blocks stream their rows through
-// shared memory with the tensor copy engine (TMA), so that the bytes in flight no longer depend
-// on registers or warps.
+// backend/cuda/streamed_linear.cu — the decode-time linear (n <= 16 token rows) for the large
+// weights (the LM heads, the gate/up projections, the 8B down_proj): a persistent grid whose blocks
+// stream their rows through shared memory with the tensor copy engine (TMA), so that the bytes in
+// flight no longer depend on registers or warps.
 //
 // Why: a weight read once at M <= 16 is a pure stream. Register-fed loads (small_n_linear.cu)
 // hold 64 bytes per lane and wait for them; on the LM head at M = 16 they reach 77% of the copy
@@ -13,23 +13,33 @@
 // - the token rows come through the stage too (one n-row copy): loading them through registers
 //   one chunk ahead was 4-7% slower at M = 16 on the 8B MLP and LM head;
 // - with fewer than ~4 tiles per block the stream is slow (1B down_proj: 35-42% of copy; ncu
-//   shows the consumers waiting on the copies with DRAM 28% busy), hence prefers_streamed_linear;
+//   shows the consumers waiting on the copies with DRAM 28% busy), hence the slices of k
+//   (session 4: the 1B down_proj in 4 slices reads at 67%, the 8B down_proj in 2 at 86%);
 // - the kernel is launched with PDL and requests its first ring of weights before waiting for
 //   the kernel that writes its tokens (a norm, or the previous streamed linear, both of which
 //   let their dependents launch early): the start-up that cost ~3 us per launch overlaps the
 //   previous kernel's tail (8B gate/up 32.3 -> 29.0 us back to back).
 //
-// Layout. Block b owns the contiguous range of 8-row tiles [b T / G, (b+1) T / G) (T tiles, G
-// blocks = min(T, 2 x SMs)), walked in passes of up to kPassTiles tiles; a pass walks k in chunks of
-// kChunk. A ring stage holds one chunk of the n token rows (in a slot of 8 or 16 rows), then of
-// every tile of the pass, each [row][k] dense; weight rows past the end and k past `in` arrive as
-// zeros (the tensor maps' out-of-bounds fill). The slot's rows past n hold stale bytes: they meet
-// only output rows >= n, which are not stored. Each token fragment serves every tile of the pass.
+// Layout. The work is T tiles of 8 rows times S slices of k (streamed_k_slices: 1 for weights
+// with many rows; for few rows and long k, enough slices to give every block about half a pass).
+// Block b of G = min(S T, 2 x SMs) owns the contiguous range [b S T / G, (b+1) S T / G) of the
+// units u = slice x T + tile, walked in passes: up to kPassTiles consecutive tiles of one slice; a
+// pass walks its slice's chunks of kChunk values of k. A ring stage holds one chunk of the n token
+// rows (in a slot of 8 or 16 rows), then of every tile of the pass, each [row][k] dense; weight
+// rows past the end and k past `in` arrive as zeros (the tensor maps' out-of-bounds fill). The
+// slot's rows past n hold stale bytes: they meet only output rows >= n, which are not stored. Each
+// token fragment serves every tile of the pass.
 //
 // Order of the sums (DESIGN.md rule 7): consumer warp w accumulates the k-steps s = w (mod 4) of
-// every chunk, chunks in order, and the four partial sums meet in warp order. That order depends
-// on `in` alone, and the tensor core computes each output from its own row and column, so every n
-// in 1..16 gives bit-identical rows.
+// every chunk of its slice, chunks in order, and the four partial sums meet in warp order. With S
+// slices, each slice's sums go to a device workspace and the block that brings a tile's last slice
+// (an atomic count per tile) adds them in slice order. That order depends on `in` and S alone, and
+// the tensor core computes each output from its own row and column, so every n in 1..16 gives
+// bit-identical rows.
+//
+// Slices, measured (bench/RESULTS.md, 2026-11-30 session 4): see streamed_k_slices. Thread block
+// clusters that meet through distributed shared memory, instead of the workspace, were slower
+// (8B down_proj in 4 slices: 43.8 us against 34.9; in 2: 32.7 against 32.1).
 #include "backend/cuda/bf16_vec.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/mma_bf16.cuh"
@@ -37,13 +47,14 @@
 #include "backend/cuda/streamed_linear.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace fg::cuda {
 
 namespace {
 
 constexpr int kTileRows = kStreamedBoxRows;  // weight rows per tensor-core tile (the n8 side)
-constexpr int kPassTiles = 8;       // tiles per pass: 64 weight rows share each token fragment
+constexpr int kPassTiles = kStreamedPassTiles;  // tiles per pass: 64 weight rows share each token fragment
 constexpr int kChunk = kStreamedBoxK;  // k per stage (the tensor copy's box width, its limit)
 constexpr int kTileBytes = kTileRows * kChunk * 2;  // one tensor copy of weights
 // The token slot of a stage: 16 rows when n > 8 (kUpperHalf), else 8 (rows past n are read but
@@ -56,10 +67,12 @@ constexpr int kMaxStages = 32;
 // Two blocks per SM, each with a ring of two full-pass stages: one block's epilogue and start
 // overlap the other's stream. Measured against one block with five stages (bench/RESULTS.md,
 // 2026-11-30 session 3): +2-4% on the LM heads, the same elsewhere.
-constexpr int kBlocksPerSm = 2;
+constexpr int kBlocksPerSm = kStreamedBlocksPerSm;
 constexpr int kRingBytes = 96 * 1024;  // per block: two stages of a full pass (40 KB), more of shorter ones
 constexpr int kPartialBytes = kConsumerWarps * kPassTiles * 4 * 32 * 4;
 constexpr int kHeaderBytes = kPartialBytes + 1024;  // partial sums, barriers; the ring starts 1 KB-aligned
+constexpr int kMaxSharedBytes = kHeaderBytes + kRingBytes;
+constexpr int kUnitFloats = 4 * 32;  // one tile's fragment sums of one slice: [acc][lane]
 
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -123,22 +136,44 @@ __device__ __forceinline__ void consumers_sync() {
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
 
+// A pass: up to pass_tiles consecutive tiles of one slice of k, which share each token fragment.
+struct Pass {
+  int64_t tile0;
+  int tiles, slice, chunk_begin, chunk_end;
+};
+
+// The pass that starts at work unit `unit` (slice-major: unit = slice x tiles_total + tile) of a
+// block whose units end at unit_end.
+__device__ __forceinline__ Pass pass_at(int64_t unit, int64_t unit_end, int64_t tiles_total, int pass_tiles,
+                                        int k_slices, int chunks) {
+  Pass p;
+  p.slice = static_cast<int>(unit / tiles_total);
+  p.tile0 = unit % tiles_total;
+  p.tiles = static_cast<int>(min(min(static_cast<int64_t>(pass_tiles), unit_end - unit), tiles_total - p.tile0));
+  p.chunk_begin = p.slice * chunks / k_slices;
+  p.chunk_end = (p.slice + 1) * chunks / k_slices;
+  return p;
+}
+
 // kUpperHalf: token rows 8..15 are present (n > 8); without it their fragments are constant zeros.
 template <bool kUpperHalf, typename OutT>
 __global__ void __launch_bounds__(kThreads, 2)
     streamed_linear_kernel(const __grid_constant__ CUtensorMap weights, const __grid_constant__ CUtensorMap tokens,
                            const bf16* __restrict__ bias, OutT* __restrict__ out, int n, int in, int out_features,
-                           int64_t tiles_total, int pass_tiles, int stages) {
+                           int64_t tiles_total, int k_slices, float* slice_sums, int* arrivals, int pass_tiles,
+                           int stages) {
   extern __shared__ __align__(1024) unsigned char shared[];
   auto* partial = reinterpret_cast<float(*)[kPassTiles][4][32]>(shared);  // [warp][tile][acc][lane]
   auto* full = reinterpret_cast<uint64_t*>(shared + kPartialBytes);
   unsigned char* ring = shared + kHeaderBytes;  // [stage][token rows, then tile rows][k]
   uint64_t* empty = full + kMaxStages;
+  int* completes = reinterpret_cast<int*>(empty + kMaxStages);  // [tile]: this block adds the tile's last slice
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   constexpr int kSlotBytes = token_slot_bytes(kUpperHalf);
   const int stage_bytes = kSlotBytes + pass_tiles * kTileBytes;
-  const int64_t tile_begin = blockIdx.x * tiles_total / gridDim.x;
-  const int64_t tile_end = (blockIdx.x + 1) * tiles_total / gridDim.x;
+  const int64_t units = tiles_total * k_slices;
+  const int64_t unit_begin = blockIdx.x * units / gridDim.x;
+  const int64_t unit_end = (blockIdx.x + 1) * units / gridDim.x;
   const int chunks = (in + kChunk - 1) / kChunk;
 
   if (threadIdx.x == 0) {
@@ -162,40 +197,62 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (lane != 0) return;
     const uint64_t weight_policy = l2_evict_first(), token_policy = l2_evict_last();
     const int token_bytes = n * kChunk * 2;  // the token box is n rows high
-    const int64_t passes = (tile_end - tile_begin + pass_tiles - 1) / pass_tiles;
-    const int items = static_cast<int>(passes) * chunks;
-    auto copy = [&](int item, bool copy_tokens, bool copy_weights) {
-      const int64_t tile0 = tile_begin + static_cast<int64_t>(item / chunks) * pass_tiles;
-      const int chunk = item % chunks, stage = item % stages;
-      const int tiles = static_cast<int>(min(static_cast<int64_t>(pass_tiles), tile_end - tile0));
+    // Calls visit(item, pass, chunk) for the block's items in order while it returns true.
+    auto for_each_item = [&](auto&& visit) {
+      int item = 0;
+      for (int64_t unit = unit_begin; unit < unit_end;) {
+        const Pass p = pass_at(unit, unit_end, tiles_total, pass_tiles, k_slices, chunks);
+        for (int chunk = p.chunk_begin; chunk < p.chunk_end; ++chunk, ++item)
+          if (!visit(item, p, chunk)) return;
+        unit += p.tiles;
+      }
+    };
+    auto copy = [&](int item, const Pass& p, int chunk, bool copy_tokens, bool copy_weights) {
+      const int stage = item % stages;
       unsigned char* base = ring + stage * stage_bytes;
       if (copy_weights) {
-        mbarrier_arrive_expect_tx(&full[stage], token_bytes + tiles * kTileBytes);  // before any copy lands
-        for (int tile = 0; tile < tiles; ++tile)
+        mbarrier_arrive_expect_tx(&full[stage], token_bytes + p.tiles * kTileBytes);  // before any copy lands
+        for (int tile = 0; tile < p.tiles; ++tile)
           tensor_copy_2d(base + kSlotBytes + tile * kTileBytes, &weights, chunk * kChunk,
-                         static_cast<int>((tile0 + tile) * kTileRows), &full[stage], weight_policy);
+                         static_cast<int>((p.tile0 + tile) * kTileRows), &full[stage], weight_policy);
       }
       if (copy_tokens) tensor_copy_2d(base, &tokens, chunk * kChunk, 0, &full[stage], token_policy);
     };
-    const int early = min(stages, items);  // fresh stages: nothing to wait for
-    for (int item = 0; item < early; ++item) copy(item, false, true);
+    // Fresh stages have nothing to wait for: their weights go first.
+    for_each_item([&](int item, const Pass& p, int chunk) {
+      if (item >= stages) return false;
+      copy(item, p, chunk, false, true);
+      return true;
+    });
     wait_for_prerequisite_grids();
-    for (int item = 0; item < early; ++item) copy(item, true, false);
-    for (int item = early; item < items; ++item) {
-      mbarrier_wait(&empty[item % stages], ((item / stages) & 1) ^ 1);
-      copy(item, true, true);
-    }
+    for_each_item([&](int item, const Pass& p, int chunk) {
+      if (item >= stages) mbarrier_wait(&empty[item % stages], ((item / stages) & 1) ^ 1);
+      copy(item, p, chunk, true, item >= stages);
+      return true;
+    });
     return;
   }
 
   // Consumers. Without kUpperHalf (n <= 8) the token rows 8..15 are not even read.
   const int g = lane >> 2, t = lane & 3;
   const uint4 zero = make_uint4(0, 0, 0, 0);
+  auto store_tile = [&](int64_t tile_index, const float (&sum)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int token = g + (i >> 1) * 8;
+      const int64_t row = tile_index * kTileRows + 2 * t + (i & 1);
+      if (token >= n || row >= out_features) continue;
+      float value = sum[i];
+      if (bias != nullptr) value += __bfloat162float(bias[row]);
+      store(out + static_cast<int64_t>(token) * out_features + row, value);
+    }
+  };
   int item = 0;
-  for (int64_t tile0 = tile_begin; tile0 < tile_end; tile0 += pass_tiles) {
-    const int tiles = static_cast<int>(min(static_cast<int64_t>(pass_tiles), tile_end - tile0));
+  for (int64_t unit = unit_begin; unit < unit_end;) {
+    const Pass p = pass_at(unit, unit_end, tiles_total, pass_tiles, k_slices, chunks);
+    unit += p.tiles;
     float acc[kPassTiles][4] = {};
-    for (int chunk = 0; chunk < chunks; ++chunk, ++item) {
+    for (int chunk = p.chunk_begin; chunk < p.chunk_end; ++chunk, ++item) {
       const int stage = item % stages;
       mbarrier_wait(&full[stage], (item / stages) & 1);
       const unsigned char* base = ring + stage * stage_bytes + g * kChunk * 2 + t * 16;
@@ -206,7 +263,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         const uint4 hi = kUpperHalf ? *reinterpret_cast<const uint4*>(base + 8 * kChunk * 2 + offset) : zero;
 #pragma unroll
         for (int tile = 0; tile < kPassTiles; ++tile) {
-          if (tile < tiles) {
+          if (tile < p.tiles) {
             const uint4 wv = *reinterpret_cast<const uint4*>(base + kSlotBytes + tile * kTileBytes + offset);
             mma_k32_slice(acc[tile], lo, hi, wv);
           }
@@ -216,62 +273,118 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (lane == 0) mbarrier_arrive(&empty[stage]);
     }
 
-    // The four partial sums of the pass meet in warp order; warp w finishes tiles w, w + 4.
+    // The four partial sums of the pass meet in warp order; warp w sums tiles w, w + 4. Unsplit,
+    // that is the output; split, it is this slice's sum, published to slice_sums.
 #pragma unroll
     for (int tile = 0; tile < kPassTiles; ++tile)
-      if (tile < tiles)
+      if (tile < p.tiles)
 #pragma unroll
         for (int i = 0; i < 4; ++i) partial[warp][tile][i][lane] = acc[tile][i];
     consumers_sync();
-    for (int tile = warp; tile < tiles; tile += kConsumerWarps) {
+    for (int tile = warp; tile < p.tiles; tile += kConsumerWarps) {
+      float sum[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        float sum = partial[0][tile][i][lane];
+        sum[i] = partial[0][tile][i][lane];
 #pragma unroll
-        for (int other = 1; other < kConsumerWarps; ++other) sum += partial[other][tile][i][lane];
-        const int token = g + (i >> 1) * 8;
-        const int64_t row = (tile0 + tile) * kTileRows + 2 * t + (i & 1);
-        if (token >= n || row >= out_features) continue;
-        if (bias != nullptr) sum += __bfloat162float(bias[row]);
-        store(out + static_cast<int64_t>(token) * out_features + row, sum);
+        for (int other = 1; other < kConsumerWarps; ++other) sum[i] += partial[other][tile][i][lane];
+      }
+      if (k_slices == 1) {
+        store_tile(p.tile0 + tile, sum);
+      } else {
+        float* mine = slice_sums + (p.slice * tiles_total + p.tile0 + tile) * kUnitFloats + lane;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) mine[i * 32] = sum[i];
       }
     }
-    consumers_sync();  // `partial` is free again
+    if (k_slices > 1) {
+      // Count this slice in for each tile of the pass; the block that brings a tile's last slice
+      // adds all of its slices in slice order and re-arms the count for the next launch. One
+      // thread publishes for the whole block: its fence, after the barrier, orders every
+      // consumer's sums before its counts (and its second fence, the counts before the reads).
+      consumers_sync();
+      if (threadIdx.x == 0) {
+        __threadfence();
+        int before[kPassTiles];
+#pragma unroll
+        for (int tile = 0; tile < kPassTiles; ++tile)
+          if (tile < p.tiles) before[tile] = atomicAdd(&arrivals[p.tile0 + tile], 1);
+#pragma unroll
+        for (int tile = 0; tile < kPassTiles; ++tile)
+          if (tile < p.tiles) completes[tile] = before[tile] == k_slices - 1;
+        __threadfence();
+      }
+      consumers_sync();
+      for (int tile = warp; tile < p.tiles; tile += kConsumerWarps) {
+        if (!completes[tile]) continue;
+        const float* sums = slice_sums + (p.tile0 + tile) * kUnitFloats + lane;
+        float sum[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) sum[i] = __ldcg(sums + i * 32);
+        for (int s = 1; s < k_slices; ++s) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) sum[i] += __ldcg(sums + s * tiles_total * kUnitFloats + i * 32);
+        }
+        store_tile(p.tile0 + tile, sum);
+        if (lane == 0) arrivals[p.tile0 + tile] = 0;
+      }
+    }
+    consumers_sync();  // `partial` and `completes` are free again
   }
 }
 
 template <bool kUpperHalf, typename OutT>
-void launch_typed(const CUtensorMap& weights, const CUtensorMap& tokens, const bf16* bias, void* out, int n, int in, int out_features,
-                  int64_t tiles, int blocks, int pass_tiles, int stages, int shared_bytes, cudaStream_t stream) {
-  auto* kernel = streamed_linear_kernel<kUpperHalf, OutT>;
-  FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
+void set_shared_limit() {
+  FG_CUDA_CHECK(cudaFuncSetAttribute(streamed_linear_kernel<kUpperHalf, OutT>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedBytes));
+}
+
+template <bool kUpperHalf, typename OutT>
+void launch_typed(const CUtensorMap& weights, const CUtensorMap& tokens, const bf16* bias, void* out, int n, int in,
+                  int out_features, int64_t tiles, int k_slices, float* slice_sums, int* arrivals, int blocks,
+                  int pass_tiles, int stages, int shared_bytes, cudaStream_t stream) {
   // PDL: the kernel may start while the previous one in the stream drains (it waits for it before
-  // touching the tokens or the output).
-  launch_with_pdl(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), static_cast<size_t>(shared_bytes), stream,
-                  weights, tokens, bias, static_cast<OutT*>(out), n, in, out_features, tiles, pass_tiles, stages);
+  // touching the tokens, the output or the slice sums).
+  launch_with_pdl(streamed_linear_kernel<kUpperHalf, OutT>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
+                  static_cast<size_t>(shared_bytes), stream, weights, tokens, bias, static_cast<OutT*>(out), n, in,
+                  out_features, tiles, k_slices, slice_sums, arrivals, pass_tiles, stages);
 }
 
 }  // namespace
 
+void configure_streamed_linear_kernels() {
+  set_shared_limit<true, float>();
+  set_shared_limit<true, bf16>();
+  set_shared_limit<false, float>();
+  set_shared_limit<false, bf16>();
+}
+
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const bf16* bias, void* out,
-                            bool out_f32,
-                            int64_t n, int64_t in, int64_t out_features, int sm_count, cudaStream_t stream) {
+                            bool out_f32, int64_t n, int64_t in, int64_t out_features, int k_slices,
+                            float* slice_sums, int* arrivals, int sm_count, cudaStream_t stream) {
   if (n == 0 || out_features == 0) return;
   const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
-  const int blocks = static_cast<int>(std::min<int64_t>(tiles, static_cast<int64_t>(sm_count) * kBlocksPerSm));
+  const int64_t units = tiles * k_slices;
+  const int blocks = static_cast<int>(std::min<int64_t>(units, static_cast<int64_t>(sm_count) * kBlocksPerSm));
   // A pass holds at most what the busiest block owns, so that small grids get short stages and
   // hence more of them in the ring. The pass size moves no sum (see the header comment).
-  const int pass_tiles = static_cast<int>(std::min<int64_t>(kPassTiles, (tiles + blocks - 1) / blocks));
+  const int pass_tiles = static_cast<int>(std::min<int64_t>(kPassTiles, (units + blocks - 1) / blocks));
   const int stage_bytes = token_slot_bytes(n > 8) + pass_tiles * kTileBytes;
   const int stages = std::min(kMaxStages, kRingBytes / stage_bytes);
   const int shared_bytes = kHeaderBytes + stages * stage_bytes;
   const int n32 = static_cast<int>(n), in32 = static_cast<int>(in), out32 = static_cast<int>(out_features);
+  auto launch = [&](auto upper_half, auto* out_type) {
+    using OutT = std::remove_pointer_t<decltype(out_type)>;
+    launch_typed<decltype(upper_half)::value, OutT>(weights, tokens, bias, out, n32, in32, out32, tiles, k_slices,
+                                                    slice_sums, arrivals, blocks, pass_tiles, stages, shared_bytes,
+                                                    stream);
+  };
   if (n > 8) {
-    if (out_f32) launch_typed<true, float>(weights, tokens, bias, out, n32, in32, out32, tiles, blocks, pass_tiles, stages, shared_bytes, stream);
-    else launch_typed<true, bf16>(weights, tokens, bias, out, n32, in32, out32, tiles, blocks, pass_tiles, stages, shared_bytes, stream);
+    if (out_f32) launch(std::true_type{}, static_cast<float*>(nullptr));
+    else launch(std::true_type{}, static_cast<bf16*>(nullptr));
   } else {
-    if (out_f32) launch_typed<false, float>(weights, tokens, bias, out, n32, in32, out32, tiles, blocks, pass_tiles, stages, shared_bytes, stream);
-    else launch_typed<false, bf16>(weights, tokens, bias, out, n32, in32, out32, tiles, blocks, pass_tiles, stages, shared_bytes, stream);
+    if (out_f32) launch(std::false_type{}, static_cast<float*>(nullptr));
+    else launch(std::false_type{}, static_cast<bf16*>(nullptr));
   }
 }
 

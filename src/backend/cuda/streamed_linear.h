@@ -8,36 +8,71 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 
 namespace fg::cuda {
-
-// Whether a weight of this shape takes the streamed kernel rather than the direct one
-// (small_n_linear.h) on a device of sm_count SMs: when each of the 2 x sm_count blocks gets about
-// 4 tiles of 8 rows or more (on an H200, 7920 rows: the LM heads and the gate/up of both Llama
-// shapes), where it reads at 77-101% of the copy bandwidth. With fewer rows per block the stream
-// is slower than the direct kernel (measured: bench/RESULTS.md, 2026-11-30 session 3). A function
-// of the shape and device alone, so graph and eager runs of any n pick the same kernel.
-inline bool prefers_streamed_linear(int64_t out_features, int sm_count) {
-  return out_features >= int64_t{60} * sm_count;
-}
 
 // The boxes of the tensor copies: kStreamedBoxRows weight rows (a tensor-core tile), or the n <=
 // kStreamedTokenRows token rows, by kStreamedBoxK values of k (the copy engine's largest box side).
 inline constexpr int kStreamedBoxRows = 8;
 inline constexpr int kStreamedTokenRows = 16;
 inline constexpr int kStreamedBoxK = 256;
+// The grid: kStreamedBlocksPerSm blocks per SM, each walking its tiles in passes of up to
+// kStreamedPassTiles tiles that share every token fragment.
+inline constexpr int kStreamedBlocksPerSm = 2;
+inline constexpr int kStreamedPassTiles = 8;
+
+// Tiles x slices that give every block of a full grid one full pass: the most a split weight
+// uses of the slice-sum workspace.
+inline int64_t streamed_full_pass_units(int sm_count) {
+  return int64_t{kStreamedPassTiles} * kStreamedBlocksPerSm * sm_count;
+}
+
+// How many slices of k the streamed kernel cuts a weight into: 1 when its tiles already give each
+// block half a pass or more; else as many as give each block about half a pass (at most one per
+// 256-wide chunk of k). The slices' sums meet in slice order. Half a pass, not a full one: the
+// ring then holds four stages rather than two, and full passes measured slower or equal on every
+// split shape (bench/RESULTS.md, 2026-11-30 session 4: the 1B down_proj in 4 slices 11.6 us, in 8
+// 14.4; the 1B q_proj 6.1 against 7.9; the 8B down_proj 32.0 in 2, 31.8 in 4).
+// A function of the shape and the device alone, so every n (and graph and eager runs) gives the
+// same bits for a row.
+inline int streamed_k_slices(int64_t out_features, int64_t in, int sm_count) {
+  const int64_t tiles = (out_features + kStreamedBoxRows - 1) / kStreamedBoxRows;
+  const int64_t chunks = (in + kStreamedBoxK - 1) / kStreamedBoxK;
+  const int64_t half = streamed_full_pass_units(sm_count) / 2;
+  if (tiles >= half) return 1;
+  return static_cast<int>(std::clamp<int64_t>(half / tiles, 1, chunks));
+}
+
+// Whether a weight of this shape takes the streamed kernel rather than the direct one
+// (small_n_linear.h) on a device of sm_count SMs (measured: bench/RESULTS.md, 2026-11-30 sessions
+// 3 and 4):
+// - when each of the 2 x sm_count blocks gets about 4 tiles of 8 rows or more (on an H200, 7920
+//   rows: the LM heads and the gate/up of both Llama shapes), where it reads at 77-101% of the
+//   copy bandwidth;
+// - or when the weight holds 64 MB or more (the 8B down_proj), cut into slices of k: its higher
+//   sustained rate (86% of copy at M = 16, against the direct kernel's 81%) then outweighs its
+//   larger fixed cost (start-up, the slices' meeting). Below that the direct kernel wins (the 1B
+//   down_proj, 32 MB: 10.9 us against 11.9 at M = 1).
+// A function of the shape and device alone, so graph and eager runs of any n pick the same kernel.
+inline bool prefers_streamed_linear(int64_t out_features, int64_t in, int sm_count) {
+  constexpr int64_t kMinSplitElements = int64_t{32} << 20;  // 64 MB of BF16
+  return out_features >= int64_t{60} * sm_count || out_features * in >= kMinSplitElements;
+}
 
 // out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]), fp32 accumulation, bias added in fp32, one
 // rounding to the output type. x [n, in] BF16 with 1 <= n <= 16, rows contiguous; w
 // [out_features, in] BF16; bias [out_features] BF16 or null; out [n, out_features] F32 when
 // out_f32, else BF16. in % 8 == 0, x and w 16-byte aligned. Each output's arithmetic depends on
-// `in` alone: every n gives the same bits for a row.
+// `in` and the slice count alone: every n gives the same bits for a row.
 //
 // Holds the tensor maps of each weight and each token buffer (address and n) it has run, made on
 // first use: host work only, so a run inside a graph capture may make one, and the graph keeps
-// the maps by value. The runner's buffers are few and fixed, so the maps stay few.
+// the maps by value. The runner's buffers are few and fixed, so the maps stay few. Also holds the
+// device workspace where the slices of a split weight meet: runs must be ordered (one stream, or
+// events between streams); a run reuses it once the run before it has finished.
 class StreamedLinear {
  public:
   explicit StreamedLinear(int sm_count);
@@ -45,20 +80,29 @@ class StreamedLinear {
   StreamedLinear(const StreamedLinear&) = delete;
   StreamedLinear& operator=(const StreamedLinear&) = delete;
 
+  // k_slices 0 takes streamed_k_slices(); any other value (1 .. the chunks of k, with k_slices x
+  // tiles <= streamed_full_pass_units when more than 1) is for tests and benchmarks.
   void run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, void* out, bool out_f32,
-           int64_t n, int64_t in, int64_t out_features, cudaStream_t stream);
+           int64_t n, int64_t in, int64_t out_features, cudaStream_t stream, int k_slices = 0);
 
  private:
   struct Maps;
   int sm_count_;
   std::unique_ptr<Maps> maps_;
+  float* slice_sums_ = nullptr;  // [slice][tile][acc][lane] of a split weight
+  int* arrivals_ = nullptr;      // [tile]: slices summed so far; the last one re-arms it to 0
 };
+
+// Sets the kernels' shared-memory limit; once per device, before the first launch.
+void configure_streamed_linear_kernels();
 
 // The kernel itself, over the maps StreamedLinear::run makes: the weight [out_features, in] in
 // kStreamedBoxRows x kStreamedBoxK boxes, the tokens [n, in] in n x kStreamedBoxK boxes, both
-// with zero out-of-bounds fill. Same contract as StreamedLinear::run.
+// with zero out-of-bounds fill; k cut into k_slices slices (1 .. the chunks of k) whose sums
+// meet in slice_sums (k_slices x tiles x 128 floats) counted by arrivals (tiles ints, all 0
+// between launches), both unused when k_slices is 1. Same contract as StreamedLinear::run.
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const __nv_bfloat16* bias,
-                            void* out, bool out_f32, int64_t n, int64_t in, int64_t out_features, int sm_count,
-                            cudaStream_t stream);
+                            void* out, bool out_f32, int64_t n, int64_t in, int64_t out_features, int k_slices,
+                            float* slice_sums, int* arrivals, int sm_count, cudaStream_t stream);
 
 }  // namespace fg::cuda
