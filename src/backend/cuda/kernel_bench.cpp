@@ -21,6 +21,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/fill_kernels.h"
+#include "backend/cuda/small_n_linear.h"
 #include "backend/cuda/streamed_linear.h"
 #include "model/llama_model.h"
 #include "runner/host_step.h"
@@ -113,6 +114,120 @@ double copy_bandwidth_gbps(CudaBackend& backend) {
   return 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9;  // read + written
 }
 
+struct LinearShape {
+  std::string name;
+  int64_t out_features, in;
+};
+
+std::vector<LinearShape> decode_linears(const ModelShape& m) {
+  const int64_t q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
+  return {{"q_proj", q, m.hidden},
+          {"k/v_proj", kv, m.hidden},
+          {"o_proj", m.hidden, q},
+          {"gate/up_proj", m.intermediate, m.hidden},
+          {"down_proj", m.hidden, m.intermediate},
+          {"lm_head", m.vocab, m.hidden}};
+}
+
+// Copies of one random weight shape, enough of them that a rotation spans several L2s.
+std::vector<Tensor> rotated_weights(RandomTensors& random, const LinearShape& shape) {
+  const size_t weight_bytes = static_cast<size_t>(shape.out_features * shape.in) * 2;
+  const int copies = static_cast<int>(std::max<size_t>(2, (kRotateBytes + weight_bytes - 1) / weight_bytes));
+  std::vector<Tensor> weights;
+  for (int c = 0; c < copies; ++c)
+    weights.push_back(
+        random.bf16({shape.out_features, shape.in}, 0.0f, 1.0f / std::sqrt(static_cast<float>(shape.in))));
+  return weights;
+}
+
+// The streamed kernel at each slice count of k, on every decode shape but the LM heads (whose
+// tiles fill the grid without slices): the measurement behind streamed_k_slices.
+nlohmann::json bench_streamed_k_slices(CudaBackend& backend, double copy_gbps) {
+  nlohmann::json rows = nlohmann::json::array();
+  cuda::StreamedLinear streamed(backend.sm_count());
+  const std::vector<int> slice_counts = {1, 2, 4, 8};
+  fmt::print("\nStreamed linear by slices of k (us per launch); * = streamed_k_slices' pick\n");
+  fmt::print("{:<14} {:<12} {:>6} {:>6} {:>3} |", "model", "matmul", "out", "in", "M");
+  for (int s : slice_counts) fmt::print(" {:>7}", fmt::format("S={}", s));
+  fmt::print("\n");
+  for (const ModelShape& m : model_shapes()) {
+    for (const LinearShape& shape : decode_linears(m)) {
+      if (shape.name == "lm_head") continue;
+      RandomTensors random{backend};
+      const std::vector<Tensor> weights = rotated_weights(random, shape);
+      const int copies = static_cast<int>(weights.size());
+      const Tensor x = random.bf16({16, shape.in}, 0.0f, 1.0f);
+      Allocation out = backend.allocate(DType::kBF16, {16, shape.out_features});
+      const int picked = cuda::streamed_k_slices(shape.out_features, shape.in, backend.sm_count());
+      const int64_t tiles = (shape.out_features + cuda::kStreamedBoxRows - 1) / cuda::kStreamedBoxRows;
+      const int64_t chunks = (shape.in + cuda::kStreamedBoxK - 1) / cuda::kStreamedBoxK;
+      for (int64_t rows_m : {1, 16}) {
+        fmt::print("{:<14} {:<12} {:>6} {:>6} {:>3} |", m.name, shape.name, shape.out_features, shape.in, rows_m);
+        nlohmann::json by_slices = nlohmann::json::object();
+        for (int s : slice_counts) {
+          if (s > chunks || (s > 1 && s * tiles > cuda::streamed_full_pass_units(backend.sm_count()))) {
+            fmt::print(" {:>7}", "-");
+            continue;
+          }
+          const double us = time_per_launch_us(backend, std::max(kBatch, copies), [&](int i) {
+            streamed.run(static_cast<const __nv_bfloat16*>(x.data),
+                         static_cast<const __nv_bfloat16*>(weights[i % copies].data), nullptr, out.tensor.data,
+                         false, rows_m, shape.in, shape.out_features, backend.stream(), s);
+          });
+          const double pct = 100 * (static_cast<double>(shape.out_features * shape.in * 2) / (us * 1e-6) / 1e9) /
+                             copy_gbps;
+          fmt::print(" {:>6.2f}{}", us, s == picked ? '*' : ' ');
+          by_slices[std::to_string(s)] = {{"us", us}, {"pct_of_copy", pct}};
+        }
+        fmt::print("\n");
+        rows.push_back({{"model", m.name}, {"matmul", shape.name}, {"out", shape.out_features}, {"in", shape.in},
+                        {"m", rows_m}, {"picked_slices", picked}, {"by_slices", by_slices}});
+      }
+    }
+  }
+  return rows;
+}
+
+// The direct kernel at each warp count per block, on every decode shape but the LM heads: the
+// measurement behind small_n_linear_warps.
+nlohmann::json bench_direct_warps(CudaBackend& backend) {
+  nlohmann::json rows = nlohmann::json::array();
+  const std::vector<int> warp_counts = {2, 4, 8, 16};
+  fmt::print("\nDirect small-n linear by warps per block (us per launch); * = small_n_linear_warps' pick\n");
+  fmt::print("{:<14} {:<12} {:>6} {:>6} {:>3} |", "model", "matmul", "out", "in", "M");
+  for (int w : warp_counts) fmt::print(" {:>7}", fmt::format("w={}", w));
+  fmt::print("\n");
+  for (const ModelShape& m : model_shapes()) {
+    for (const LinearShape& shape : decode_linears(m)) {
+      if (shape.name == "lm_head") continue;
+      RandomTensors random{backend};
+      const std::vector<Tensor> weights = rotated_weights(random, shape);
+      const int copies = static_cast<int>(weights.size());
+      const Tensor x = random.bf16({16, shape.in}, 0.0f, 1.0f);
+      Allocation out = backend.allocate(DType::kBF16, {16, shape.out_features});
+      const int picked = cuda::small_n_linear_warps(shape.out_features, backend.sm_count());
+      for (int64_t rows_m : {1, 16}) {
+        fmt::print("{:<14} {:<12} {:>6} {:>6} {:>3} |", m.name, shape.name, shape.out_features, shape.in, rows_m);
+        nlohmann::json by_warps = nlohmann::json::object();
+        for (int w : warp_counts) {
+          const double us = time_per_launch_us(backend, std::max(kBatch, copies), [&](int i) {
+            cuda::launch_small_n_linear(static_cast<const __nv_bfloat16*>(x.data),
+                                        static_cast<const __nv_bfloat16*>(weights[i % copies].data), nullptr,
+                                        out.tensor.data, false, rows_m, shape.in, shape.out_features, w,
+                                        backend.stream());
+          });
+          fmt::print(" {:>6.2f}{}", us, w == picked ? '*' : ' ');
+          by_warps[std::to_string(w)] = us;
+        }
+        fmt::print("\n");
+        rows.push_back({{"model", m.name}, {"matmul", shape.name}, {"out", shape.out_features}, {"in", shape.in},
+                        {"m", rows_m}, {"picked_warps", picked}, {"us_by_warps", by_warps}});
+      }
+    }
+  }
+  return rows;
+}
+
 nlohmann::json bench_linears(CudaBackend& backend, double copy_gbps) {
   nlohmann::json rows = nlohmann::json::array();
   fmt::print("\nDecode matmuls (weight bytes / time; % of copy bandwidth {:.0f} GB/s). direct = small_n_linear,\n"
@@ -121,22 +236,16 @@ nlohmann::json bench_linears(CudaBackend& backend, double copy_gbps) {
   fmt::print("{:<14} {:<10} {:>7} {:>7} {:>3} | {:>8} {:>5} | {:>8} {:>5} | {:>9} {:>5} | {:>6}\n", "model", "matmul",
              "out", "in", "M", "direct", "%", "streamed", "%", "cublas us", "%", "ours/lt");
   for (const ModelShape& m : model_shapes()) {
-    const int64_t q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
-    const std::vector<std::tuple<std::string, int64_t, int64_t>> linears = {
-        {"q_proj", q, m.hidden},          {"k/v_proj", kv, m.hidden},     {"o_proj", m.hidden, q},
-        {"gate/up_proj", m.intermediate, m.hidden}, {"down_proj", m.hidden, m.intermediate},
-        {"lm_head", m.vocab, m.hidden}};
-    for (const auto& [name, out_features, in] : linears) {
+    for (const LinearShape& shape : decode_linears(m)) {
+      const auto& [name, out_features, in] = shape;
       RandomTensors random{backend};
       const size_t weight_bytes = static_cast<size_t>(out_features * in) * 2;
-      const int copies = static_cast<int>(std::max<size_t>(2, (kRotateBytes + weight_bytes - 1) / weight_bytes));
-      std::vector<Tensor> weights;
-      for (int c = 0; c < copies; ++c)
-        weights.push_back(random.bf16({out_features, in}, 0.0f, 1.0f / std::sqrt(static_cast<float>(in))));
+      const std::vector<Tensor> weights = rotated_weights(random, shape);
+      const int copies = static_cast<int>(weights.size());
       const Tensor x = random.bf16({16, in}, 0.0f, 1.0f);
       const DType out_dtype = name == "lm_head" ? DType::kF32 : DType::kBF16;
       Allocation out = backend.allocate(out_dtype, {16, out_features});
-      const bool streamed = cuda::prefers_streamed_linear(out_features, backend.sm_count());
+      const bool streamed = cuda::prefers_streamed_linear(out_features, in, backend.sm_count());
       for (int64_t rows_m : {1, 4, 16}) {
         constexpr int kPaths = 3;
         const LinearPath paths[kPaths] = {LinearPath::kSmallNDirect, LinearPath::kSmallNStreamed,
@@ -280,6 +389,8 @@ int run_kernel_benchmarks(const std::string& json_out, const std::string& attent
   result["device"] = prop.name;
   result["copy_gbps"] = copy_gbps;
   result["linear"] = bench_linears(backend, copy_gbps);
+  result["streamed_k_slices"] = bench_streamed_k_slices(backend, copy_gbps);
+  result["direct_warps"] = bench_direct_warps(backend);
   result["decode_step"] = bench_decode_steps(backend, attention);
   if (!json_out.empty()) {
     std::ofstream(json_out) << result.dump(2) << "\n";
