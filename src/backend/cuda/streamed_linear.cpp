@@ -53,12 +53,12 @@ CUtensorMap tensor_map(const __nv_bfloat16* data, int64_t rows, int64_t in, uint
 
 struct StreamedLinear::Maps {
   // Keyed by (address, rows, in): a map encodes nothing else of the matrix.
-  using Key = std::tuple<const void*, int64_t, int64_t>;
+  using Key = std::tuple<const void*, int64_t, int64_t, uint32_t>;
   std::map<Key, CUtensorMap> weights, tokens;
 
   static const CUtensorMap& find_or_make(std::map<Key, CUtensorMap>& maps, const __nv_bfloat16* data, int64_t rows,
                                          int64_t in, uint32_t box_rows, const char* what) {
-    const Key key{data, rows, in};
+    const Key key{data, rows, in, box_rows};
     auto it = maps.find(key);
     if (it == maps.end()) it = maps.emplace(key, tensor_map(data, rows, in, box_rows, what)).first;
     return it->second;
@@ -80,8 +80,9 @@ StreamedLinear::~StreamedLinear() {
 
 void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, void* out,
                          bool out_f32, int64_t n, int64_t in, int64_t out_features, cudaStream_t stream,
-                         int k_slices) {
+                         int k_slices, int variant) {
   if (n == 0 || out_features == 0) return;
+  if (variant < 0) variant = kStreamedEvenGrid | kStreamedWideBoxes;
   if (k_slices == 0) k_slices = streamed_k_slices(out_features, in, sm_count_);
   const int64_t tiles = (out_features + kStreamedBoxRows - 1) / kStreamedBoxRows;
   const int64_t chunks = (in + kStreamedBoxK - 1) / kStreamedBoxK;
@@ -94,8 +95,13 @@ void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const _
   // The token box is n rows high: rows n..15 of a stage's token slot are never written, and feed
   // only output rows past n (each output row of the tensor core reads its own token row).
   const CUtensorMap& tokens = Maps::find_or_make(maps_->tokens, x, n, in, static_cast<uint32_t>(n), "token rows");
-  launch_streamed_linear(weights, tokens, bias, out, out_f32, n, in, out_features, k_slices, slice_sums_, arrivals_,
-                         sm_count_, stream);
+  const uint32_t wide_rows =
+      static_cast<uint32_t>(streamed_grid(out_features, k_slices, sm_count_, variant).pass_tiles * kStreamedBoxRows);
+  const CUtensorMap& wide = (variant & kStreamedWideBoxes)
+                                ? Maps::find_or_make(maps_->weights, w, out_features, in, wide_rows, "weight")
+                                : weights;
+  launch_streamed_linear(weights, tokens, wide, bias, out, out_f32, n, in, out_features, k_slices, slice_sums_,
+                         arrivals_, sm_count_, variant, stream);
 }
 
 }  // namespace fg::cuda

@@ -73,6 +73,7 @@ constexpr int kPartialBytes = kConsumerWarps * kPassTiles * 4 * 32 * 4;
 constexpr int kHeaderBytes = kPartialBytes + 1024;  // partial sums, barriers; the ring starts 1 KB-aligned
 constexpr int kMaxSharedBytes = kHeaderBytes + kRingBytes;
 constexpr int kUnitFloats = 4 * 32;  // one tile's fragment sums of one slice: [acc][lane]
+constexpr int kMaxKSlicesLoaded = 8;  // slices whose sums one warp loads at once
 
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -159,9 +160,9 @@ __device__ __forceinline__ Pass pass_at(int64_t unit, int64_t unit_end, int64_t 
 template <bool kUpperHalf, typename OutT>
 __global__ void __launch_bounds__(kThreads, 2)
     streamed_linear_kernel(const __grid_constant__ CUtensorMap weights, const __grid_constant__ CUtensorMap tokens,
-                           const bf16* __restrict__ bias, OutT* __restrict__ out, int n, int in, int out_features,
-                           int64_t tiles_total, int k_slices, float* slice_sums, int* arrivals, int pass_tiles,
-                           int stages) {
+                           const __grid_constant__ CUtensorMap wide_weights, const bf16* __restrict__ bias,
+                           OutT* __restrict__ out, int n, int in, int out_features, int64_t tiles_total, int k_slices,
+                           float* slice_sums, int* arrivals, int pass_tiles, int stages, int variant) {
   extern __shared__ __align__(1024) unsigned char shared[];
   auto* partial = reinterpret_cast<float(*)[kPassTiles][4][32]>(shared);  // [warp][tile][acc][lane]
   auto* full = reinterpret_cast<uint64_t*>(shared + kPartialBytes);
@@ -180,6 +181,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     allow_dependent_grids();  // they take SM room only as this grid's blocks leave
     prefetch_tensor_map(&weights);
     prefetch_tensor_map(&tokens);
+    if (variant & kStreamedWideBoxes) prefetch_tensor_map(&wide_weights);
     for (int s = 0; s < stages; ++s) {
       mbarrier_init(&full[s], 1);                // the producer's arrival (+ the copies' bytes)
       mbarrier_init(&empty[s], kConsumerWarps);  // one arrival per consumer warp
@@ -202,8 +204,10 @@ __global__ void __launch_bounds__(kThreads, 2)
       int item = 0;
       for (int64_t unit = unit_begin; unit < unit_end;) {
         const Pass p = pass_at(unit, unit_end, tiles_total, pass_tiles, k_slices, chunks);
-        for (int chunk = p.chunk_begin; chunk < p.chunk_end; ++chunk, ++item)
-          if (!visit(item, p, chunk)) return;
+        const int pass_chunks = p.chunk_end - p.chunk_begin;
+        const int rotation = (variant & kStreamedRotateChunks) ? static_cast<int>(blockIdx.x % pass_chunks) : 0;
+        for (int j = 0; j < pass_chunks; ++j, ++item)
+          if (!visit(item, p, p.chunk_begin + (j + rotation) % pass_chunks)) return;
         unit += p.tiles;
       }
     };
@@ -212,7 +216,11 @@ __global__ void __launch_bounds__(kThreads, 2)
       unsigned char* base = ring + stage * stage_bytes;
       if (copy_weights) {
         mbarrier_arrive_expect_tx(&full[stage], token_bytes + p.tiles * kTileBytes);  // before any copy lands
-        for (int tile = 0; tile < p.tiles; ++tile)
+        if ((variant & kStreamedWideBoxes) && p.tiles == pass_tiles)
+          tensor_copy_2d(base + kSlotBytes, &wide_weights, chunk * kChunk, static_cast<int>(p.tile0 * kTileRows),
+                         &full[stage], weight_policy);
+        else
+          for (int tile = 0; tile < p.tiles; ++tile)
           tensor_copy_2d(base + kSlotBytes + tile * kTileBytes, &weights, chunk * kChunk,
                          static_cast<int>((p.tile0 + tile) * kTileRows), &full[stage], weight_policy);
       }
@@ -317,11 +325,23 @@ __global__ void __launch_bounds__(kThreads, 2)
       consumers_sync();
       for (int tile = warp; tile < p.tiles; tile += kConsumerWarps) {
         if (!completes[tile]) continue;
+        // All slices' loads are in flight at once, then added in slice order.
         const float* sums = slice_sums + (p.tile0 + tile) * kUnitFloats + lane;
+        float slice_sum[kMaxKSlicesLoaded][4];
+#pragma unroll
+        for (int s = 0; s < kMaxKSlicesLoaded; ++s)
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            slice_sum[s][i] = s < k_slices ? __ldcg(sums + s * tiles_total * kUnitFloats + i * 32) : 0.0f;
         float sum[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) sum[i] = __ldcg(sums + i * 32);
-        for (int s = 1; s < k_slices; ++s) {
+        for (int i = 0; i < 4; ++i) {
+          sum[i] = slice_sum[0][i];
+#pragma unroll
+          for (int s = 1; s < kMaxKSlicesLoaded; ++s)
+            if (s < k_slices) sum[i] += slice_sum[s][i];
+        }
+        for (int s = kMaxKSlicesLoaded; s < k_slices; ++s) {  // more slices than that: one at a time
 #pragma unroll
           for (int i = 0; i < 4; ++i) sum[i] += __ldcg(sums + s * tiles_total * kUnitFloats + i * 32);
         }
@@ -340,14 +360,15 @@ void set_shared_limit() {
 }
 
 template <bool kUpperHalf, typename OutT>
-void launch_typed(const CUtensorMap& weights, const CUtensorMap& tokens, const bf16* bias, void* out, int n, int in,
-                  int out_features, int64_t tiles, int k_slices, float* slice_sums, int* arrivals, int blocks,
-                  int pass_tiles, int stages, int shared_bytes, cudaStream_t stream) {
+void launch_typed(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& wide_weights,
+                  const bf16* bias, void* out, int n, int in, int out_features, int64_t tiles, int k_slices,
+                  float* slice_sums, int* arrivals, int blocks, int pass_tiles, int stages, int shared_bytes,
+                  int variant, cudaStream_t stream) {
   // PDL: the kernel may start while the previous one in the stream drains (it waits for it before
   // touching the tokens, the output or the slice sums).
   launch_with_pdl(streamed_linear_kernel<kUpperHalf, OutT>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
-                  static_cast<size_t>(shared_bytes), stream, weights, tokens, bias, static_cast<OutT*>(out), n, in,
-                  out_features, tiles, k_slices, slice_sums, arrivals, pass_tiles, stages);
+                  static_cast<size_t>(shared_bytes), stream, weights, tokens, wide_weights, bias, static_cast<OutT*>(out),
+                  n, in, out_features, tiles, k_slices, slice_sums, arrivals, pass_tiles, stages, variant);
 }
 
 }  // namespace
@@ -359,25 +380,35 @@ void configure_streamed_linear_kernels() {
   set_shared_limit<false, bf16>();
 }
 
-void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const bf16* bias, void* out,
-                            bool out_f32, int64_t n, int64_t in, int64_t out_features, int k_slices,
-                            float* slice_sums, int* arrivals, int sm_count, cudaStream_t stream) {
-  if (n == 0 || out_features == 0) return;
+StreamedGrid streamed_grid(int64_t out_features, int k_slices, int sm_count, int variant) {
   const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
   const int64_t units = tiles * k_slices;
-  const int blocks = static_cast<int>(std::min<int64_t>(units, static_cast<int64_t>(sm_count) * kBlocksPerSm));
+  int64_t blocks = std::min<int64_t>(units, static_cast<int64_t>(sm_count) * kBlocksPerSm);
+  if (variant & kStreamedEvenGrid) {
+    const int64_t per_block = (units + blocks - 1) / blocks;
+    blocks = (units + per_block - 1) / per_block;
+  }
   // A pass holds at most what the busiest block owns, so that small grids get short stages and
   // hence more of them in the ring. The pass size moves no sum (see the header comment).
-  const int pass_tiles = static_cast<int>(std::min<int64_t>(kPassTiles, (units + blocks - 1) / blocks));
+  return {static_cast<int>(blocks), static_cast<int>(std::min<int64_t>(kPassTiles, (units + blocks - 1) / blocks))};
+}
+
+void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& wide_weights,
+                            const bf16* bias, void* out, bool out_f32, int64_t n, int64_t in, int64_t out_features,
+                            int k_slices, float* slice_sums, int* arrivals, int sm_count, int variant,
+                            cudaStream_t stream) {
+  if (n == 0 || out_features == 0) return;
+  const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
+  const auto [blocks, pass_tiles] = streamed_grid(out_features, k_slices, sm_count, variant);
   const int stage_bytes = token_slot_bytes(n > 8) + pass_tiles * kTileBytes;
   const int stages = std::min(kMaxStages, kRingBytes / stage_bytes);
   const int shared_bytes = kHeaderBytes + stages * stage_bytes;
   const int n32 = static_cast<int>(n), in32 = static_cast<int>(in), out32 = static_cast<int>(out_features);
   auto launch = [&](auto upper_half, auto* out_type) {
     using OutT = std::remove_pointer_t<decltype(out_type)>;
-    launch_typed<decltype(upper_half)::value, OutT>(weights, tokens, bias, out, n32, in32, out32, tiles, k_slices,
-                                                    slice_sums, arrivals, blocks, pass_tiles, stages, shared_bytes,
-                                                    stream);
+    launch_typed<decltype(upper_half)::value, OutT>(weights, tokens, wide_weights, bias, out, n32, in32, out32, tiles,
+                                                    k_slices, slice_sums, arrivals, blocks, pass_tiles, stages,
+                                                    shared_bytes, variant, stream);
   };
   if (n > 8) {
     if (out_f32) launch(std::true_type{}, static_cast<float*>(nullptr));

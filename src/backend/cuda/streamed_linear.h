@@ -58,8 +58,8 @@ inline int streamed_k_slices(int64_t out_features, int64_t in, int sm_count) {
 //   down_proj, 32 MB: 10.9 us against 11.9 at M = 1).
 // A function of the shape and device alone, so graph and eager runs of any n pick the same kernel.
 inline bool prefers_streamed_linear(int64_t out_features, int64_t in, int sm_count) {
-  constexpr int64_t kMinSplitElements = int64_t{32} << 20;  // 64 MB of BF16
-  return out_features >= int64_t{60} * sm_count || out_features * in >= kMinSplitElements;
+  constexpr int64_t kMinSplitElements = int64_t{16} << 20;  // 32 MB of BF16
+  return out_features >= int64_t{60} * sm_count || (in >= 8192 && out_features * in >= kMinSplitElements);
 }
 
 // out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]), fp32 accumulation, bias added in fp32, one
@@ -83,7 +83,7 @@ class StreamedLinear {
   // k_slices 0 takes streamed_k_slices(); any other value (1 .. the chunks of k, with k_slices x
   // tiles <= streamed_full_pass_units when more than 1) is for tests and benchmarks.
   void run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, void* out, bool out_f32,
-           int64_t n, int64_t in, int64_t out_features, cudaStream_t stream, int k_slices = 0);
+           int64_t n, int64_t in, int64_t out_features, cudaStream_t stream, int k_slices = 0, int variant = -1);
 
  private:
   struct Maps;
@@ -101,8 +101,17 @@ void configure_streamed_linear_kernels();
 // with zero out-of-bounds fill; k cut into k_slices slices (1 .. the chunks of k) whose sums
 // meet in slice_sums (k_slices x tiles x 128 floats) counted by arrivals (tiles ints, all 0
 // between launches), both unused when k_slices is 1. Same contract as StreamedLinear::run.
-void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const __nv_bfloat16* bias,
-                            void* out, bool out_f32, int64_t n, int64_t in, int64_t out_features, int k_slices,
-                            float* slice_sums, int* arrivals, int sm_count, cudaStream_t stream);
+// EXPERIMENT variants (bit mask).
+inline constexpr int kStreamedRotateChunks = 1;
+inline constexpr int kStreamedWideBoxes = 2;
+inline constexpr int kStreamedEvenGrid = 4;
+struct StreamedGrid {
+  int blocks, pass_tiles;
+};
+StreamedGrid streamed_grid(int64_t out_features, int k_slices, int sm_count, int variant);
+void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& wide_weights,
+                            const __nv_bfloat16* bias, void* out, bool out_f32, int64_t n, int64_t in,
+                            int64_t out_features, int k_slices, float* slice_sums, int* arrivals, int sm_count,
+                            int variant, cudaStream_t stream);
 
 }  // namespace fg::cuda
