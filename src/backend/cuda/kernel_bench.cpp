@@ -161,8 +161,8 @@ nlohmann::json bench_streamed_k_slices(CudaBackend& backend, double copy_gbps) {
       const int picked = cuda::streamed_k_slices(shape.out_features, shape.in, backend.sm_count());
       const int64_t tiles = (shape.out_features + cuda::kStreamedBoxRows - 1) / cuda::kStreamedBoxRows;
       const int64_t chunks = (shape.in + cuda::kStreamedBoxK - 1) / cuda::kStreamedBoxK;
-      for (int64_t rows_m : {1, 16}) for (int variant : {0, 2, 4, 6}) {
-        fmt::print("{:<14} {:<12} {:>6} {:>6} {:>3} v{} |", m.name, shape.name, shape.out_features, shape.in, rows_m, variant);
+      for (int64_t rows_m : {1, 16}) {
+        fmt::print("{:<14} {:<12} {:>6} {:>6} {:>3} |", m.name, shape.name, shape.out_features, shape.in, rows_m);
         nlohmann::json by_slices = nlohmann::json::object();
         for (int s : slice_counts) {
           if (s > chunks || (s > 1 && s * tiles > cuda::streamed_full_pass_units(backend.sm_count()))) {
@@ -172,7 +172,7 @@ nlohmann::json bench_streamed_k_slices(CudaBackend& backend, double copy_gbps) {
           const double us = time_per_launch_us(backend, std::max(kBatch, copies), [&](int i) {
             streamed.run(static_cast<const __nv_bfloat16*>(x.data),
                          static_cast<const __nv_bfloat16*>(weights[i % copies].data), nullptr, out.tensor.data,
-                         false, rows_m, shape.in, shape.out_features, backend.stream(), s, variant);
+                         false, rows_m, shape.in, shape.out_features, backend.stream(), s);
           });
           const double pct = 100 * (static_cast<double>(shape.out_features * shape.in * 2) / (us * 1e-6) / 1e9) /
                              copy_gbps;
@@ -181,7 +181,7 @@ nlohmann::json bench_streamed_k_slices(CudaBackend& backend, double copy_gbps) {
         }
         fmt::print("\n");
         rows.push_back({{"model", m.name}, {"matmul", shape.name}, {"out", shape.out_features}, {"in", shape.in},
-                        {"m", rows_m}, {"variant", variant}, {"picked_slices", picked}, {"by_slices", by_slices}});
+                        {"m", rows_m}, {"picked_slices", picked}, {"by_slices", by_slices}});
       }
     }
   }

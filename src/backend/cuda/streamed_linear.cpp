@@ -80,9 +80,8 @@ StreamedLinear::~StreamedLinear() {
 
 void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, void* out,
                          bool out_f32, int64_t n, int64_t in, int64_t out_features, cudaStream_t stream,
-                         int k_slices, int variant) {
+                         int k_slices) {
   if (n == 0 || out_features == 0) return;
-  if (variant < 0) variant = kStreamedEvenGrid | kStreamedWideBoxes;
   if (k_slices == 0) k_slices = streamed_k_slices(out_features, in, sm_count_);
   const int64_t tiles = (out_features + kStreamedBoxRows - 1) / kStreamedBoxRows;
   const int64_t chunks = (in + kStreamedBoxK - 1) / kStreamedBoxK;
@@ -95,13 +94,12 @@ void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const _
   // The token box is n rows high: rows n..15 of a stage's token slot are never written, and feed
   // only output rows past n (each output row of the tensor core reads its own token row).
   const CUtensorMap& tokens = Maps::find_or_make(maps_->tokens, x, n, in, static_cast<uint32_t>(n), "token rows");
-  const uint32_t wide_rows =
-      static_cast<uint32_t>(streamed_grid(out_features, k_slices, sm_count_, variant).pass_tiles * kStreamedBoxRows);
-  const CUtensorMap& wide = (variant & kStreamedWideBoxes)
-                                ? Maps::find_or_make(maps_->weights, w, out_features, in, wide_rows, "weight")
-                                : weights;
-  launch_streamed_linear(weights, tokens, wide, bias, out, out_f32, n, in, out_features, k_slices, slice_sums_,
-                         arrivals_, sm_count_, variant, stream);
+  // A full pass's tiles are adjacent rows: one copy of pass_tiles x 8 rows brings them all.
+  const uint32_t pass_rows =
+      static_cast<uint32_t>(streamed_grid(out_features, k_slices, sm_count_).pass_tiles * kStreamedBoxRows);
+  const CUtensorMap& pass_weights = Maps::find_or_make(maps_->weights, w, out_features, in, pass_rows, "weight");
+  launch_streamed_linear(weights, tokens, pass_weights, bias, out, out_f32, n, in, out_features, k_slices,
+                         slice_sums_, arrivals_, sm_count_, stream);
 }
 
 }  // namespace fg::cuda

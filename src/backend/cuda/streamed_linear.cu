@@ -1,5 +1,5 @@
 // backend/cuda/streamed_linear.cu — the decode-time linear (n <= 16 token rows) for the large
-// weights (the LM heads, the gate/up projections, the 8B down_proj): a persistent grid whose blocks
+// weights (the LM heads, the gate/up projections, the down_proj of both Llama shapes): a persistent grid whose blocks
 // stream their rows through shared memory with the tensor copy engine (TMA), so that the bytes in
 // flight no longer depend on registers or warps.
 //
@@ -8,13 +8,16 @@
 // bandwidth, this kernel 95-99%. One producer thread per block keeps its ring of stages (a chunk
 // of up to 64 rows x 256 k each) filling while four consumer warps run the tensor cores on the
 // chunk that has landed. Measured on the way (bench/RESULTS.md, 2026-11-30 session 3):
-// - each 8-row x 256-k tile is one 2-D tensor copy of 4 KB; per-row 512-byte bulk copies ran at
-//   a third of the bandwidth;
+// - a stage's weights come as 2-D tensor copies of whole tiles (per-row 512-byte bulk copies ran
+//   at a third of the bandwidth); session 4: one copy for all the tiles of a full pass (up to 64
+//   rows x 256 k), rather than one per tile, gained 1-4% (8B down_proj 32.6 -> 31.4 us at M = 1);
 // - the token rows come through the stage too (one n-row copy): loading them through registers
 //   one chunk ahead was 4-7% slower at M = 16 on the 8B MLP and LM head;
 // - with fewer than ~4 tiles per block the stream is slow (1B down_proj: 35-42% of copy; ncu
 //   shows the consumers waiting on the copies with DRAM 28% busy), hence the slices of k
-//   (session 4: the 1B down_proj in 4 slices reads at 67%, the 8B down_proj in 2 at 86%);
+//   (session 4: the 1B down_proj in 4 slices reads at 69%, the 8B down_proj in 2 at 90%); starting
+//   each block's pass at a chunk of its own, so that the blocks do not all read the same token
+//   chunk at once, changed nothing;
 // - the kernel is launched with PDL and requests its first ring of weights before waiting for
 //   the kernel that writes its tokens (a norm, or the previous streamed linear, both of which
 //   let their dependents launch early): the start-up that cost ~3 us per launch overlaps the
@@ -22,8 +25,8 @@
 //
 // Layout. The work is T tiles of 8 rows times S slices of k (streamed_k_slices: 1 for weights
 // with many rows; for few rows and long k, enough slices to give every block about half a pass).
-// Block b of G = min(S T, 2 x SMs) owns the contiguous range [b S T / G, (b+1) S T / G) of the
-// units u = slice x T + tile, walked in passes: up to kPassTiles consecutive tiles of one slice; a
+// Block b of G blocks (streamed_grid: at most 2 x SMs, as few as give none more units) owns the
+// contiguous range [b S T / G, (b+1) S T / G) of the units u = slice x T + tile, walked in passes: up to kPassTiles consecutive tiles of one slice; a
 // pass walks its slice's chunks of kChunk values of k. A ring stage holds one chunk of the n token
 // rows (in a slot of 8 or 16 rows), then of every tile of the pass, each [row][k] dense; weight
 // rows past the end and k past `in` arrive as zeros (the tensor maps' out-of-bounds fill). The
@@ -162,7 +165,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     streamed_linear_kernel(const __grid_constant__ CUtensorMap weights, const __grid_constant__ CUtensorMap tokens,
                            const __grid_constant__ CUtensorMap wide_weights, const bf16* __restrict__ bias,
                            OutT* __restrict__ out, int n, int in, int out_features, int64_t tiles_total, int k_slices,
-                           float* slice_sums, int* arrivals, int pass_tiles, int stages, int variant) {
+                           float* slice_sums, int* arrivals, int pass_tiles, int stages) {
   extern __shared__ __align__(1024) unsigned char shared[];
   auto* partial = reinterpret_cast<float(*)[kPassTiles][4][32]>(shared);  // [warp][tile][acc][lane]
   auto* full = reinterpret_cast<uint64_t*>(shared + kPartialBytes);
@@ -181,7 +184,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     allow_dependent_grids();  // they take SM room only as this grid's blocks leave
     prefetch_tensor_map(&weights);
     prefetch_tensor_map(&tokens);
-    if (variant & kStreamedWideBoxes) prefetch_tensor_map(&wide_weights);
+    prefetch_tensor_map(&wide_weights);
     for (int s = 0; s < stages; ++s) {
       mbarrier_init(&full[s], 1);                // the producer's arrival (+ the copies' bytes)
       mbarrier_init(&empty[s], kConsumerWarps);  // one arrival per consumer warp
@@ -204,10 +207,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       int item = 0;
       for (int64_t unit = unit_begin; unit < unit_end;) {
         const Pass p = pass_at(unit, unit_end, tiles_total, pass_tiles, k_slices, chunks);
-        const int pass_chunks = p.chunk_end - p.chunk_begin;
-        const int rotation = (variant & kStreamedRotateChunks) ? static_cast<int>(blockIdx.x % pass_chunks) : 0;
-        for (int j = 0; j < pass_chunks; ++j, ++item)
-          if (!visit(item, p, p.chunk_begin + (j + rotation) % pass_chunks)) return;
+        for (int chunk = p.chunk_begin; chunk < p.chunk_end; ++chunk, ++item)
+          if (!visit(item, p, chunk)) return;
         unit += p.tiles;
       }
     };
@@ -216,7 +217,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       unsigned char* base = ring + stage * stage_bytes;
       if (copy_weights) {
         mbarrier_arrive_expect_tx(&full[stage], token_bytes + p.tiles * kTileBytes);  // before any copy lands
-        if ((variant & kStreamedWideBoxes) && p.tiles == pass_tiles)
+        if (p.tiles == pass_tiles)  // one copy for the whole pass
           tensor_copy_2d(base + kSlotBytes, &wide_weights, chunk * kChunk, static_cast<int>(p.tile0 * kTileRows),
                          &full[stage], weight_policy);
         else
@@ -363,12 +364,12 @@ template <bool kUpperHalf, typename OutT>
 void launch_typed(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& wide_weights,
                   const bf16* bias, void* out, int n, int in, int out_features, int64_t tiles, int k_slices,
                   float* slice_sums, int* arrivals, int blocks, int pass_tiles, int stages, int shared_bytes,
-                  int variant, cudaStream_t stream) {
+                  cudaStream_t stream) {
   // PDL: the kernel may start while the previous one in the stream drains (it waits for it before
   // touching the tokens, the output or the slice sums).
   launch_with_pdl(streamed_linear_kernel<kUpperHalf, OutT>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
                   static_cast<size_t>(shared_bytes), stream, weights, tokens, wide_weights, bias, static_cast<OutT*>(out),
-                  n, in, out_features, tiles, k_slices, slice_sums, arrivals, pass_tiles, stages, variant);
+                  n, in, out_features, tiles, k_slices, slice_sums, arrivals, pass_tiles, stages);
 }
 
 }  // namespace
@@ -380,26 +381,25 @@ void configure_streamed_linear_kernels() {
   set_shared_limit<false, bf16>();
 }
 
-StreamedGrid streamed_grid(int64_t out_features, int k_slices, int sm_count, int variant) {
-  const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
-  const int64_t units = tiles * k_slices;
-  int64_t blocks = std::min<int64_t>(units, static_cast<int64_t>(sm_count) * kBlocksPerSm);
-  if (variant & kStreamedEvenGrid) {
-    const int64_t per_block = (units + blocks - 1) / blocks;
-    blocks = (units + per_block - 1) / per_block;
-  }
-  // A pass holds at most what the busiest block owns, so that small grids get short stages and
-  // hence more of them in the ring. The pass size moves no sum (see the header comment).
-  return {static_cast<int>(blocks), static_cast<int>(std::min<int64_t>(kPassTiles, (units + blocks - 1) / blocks))};
+StreamedGrid streamed_grid(int64_t out_features, int k_slices, int sm_count) {
+  const int64_t units = (out_features + kTileRows - 1) / kTileRows * k_slices;
+  // The fewest blocks (at most 2 per SM) that give none more units than a grid of 2 per SM would:
+  // where the units divide evenly, every block streams as much as the others (the 8B down_proj's
+  // 1024 units: 256 blocks of 4, rather than 264 of 3 or 4, measured 31.1 us against 32.6).
+  const int64_t full_grid = int64_t{sm_count} * kBlocksPerSm;
+  const int64_t blocks = (units + (units + full_grid - 1) / full_grid - 1) / ((units + full_grid - 1) / full_grid);
+  // A pass holds at most what a block owns, so that small grids get short stages and hence more
+  // of them in the ring. The pass size moves no sum (see the header comment).
+  const int64_t most_per_block = (units + blocks - 1) / blocks;
+  return {static_cast<int>(blocks), static_cast<int>(std::min<int64_t>(kPassTiles, most_per_block))};
 }
 
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& wide_weights,
                             const bf16* bias, void* out, bool out_f32, int64_t n, int64_t in, int64_t out_features,
-                            int k_slices, float* slice_sums, int* arrivals, int sm_count, int variant,
-                            cudaStream_t stream) {
+                            int k_slices, float* slice_sums, int* arrivals, int sm_count, cudaStream_t stream) {
   if (n == 0 || out_features == 0) return;
   const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
-  const auto [blocks, pass_tiles] = streamed_grid(out_features, k_slices, sm_count, variant);
+  const auto [blocks, pass_tiles] = streamed_grid(out_features, k_slices, sm_count);
   const int stage_bytes = token_slot_bytes(n > 8) + pass_tiles * kTileBytes;
   const int stages = std::min(kMaxStages, kRingBytes / stage_bytes);
   const int shared_bytes = kHeaderBytes + stages * stage_bytes;
@@ -408,7 +408,7 @@ void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& token
     using OutT = std::remove_pointer_t<decltype(out_type)>;
     launch_typed<decltype(upper_half)::value, OutT>(weights, tokens, wide_weights, bias, out, n32, in32, out32, tiles,
                                                     k_slices, slice_sums, arrivals, blocks, pass_tiles, stages,
-                                                    shared_bytes, variant, stream);
+                                                    shared_bytes, stream);
   };
   if (n > 8) {
     if (out_f32) launch(std::true_type{}, static_cast<float*>(nullptr));

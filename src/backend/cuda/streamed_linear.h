@@ -33,9 +33,9 @@ inline int64_t streamed_full_pass_units(int sm_count) {
 // How many slices of k the streamed kernel cuts a weight into: 1 when its tiles already give each
 // block half a pass or more; else as many as give each block about half a pass (at most one per
 // 256-wide chunk of k). The slices' sums meet in slice order. Half a pass, not a full one: the
-// ring then holds four stages rather than two, and full passes measured slower or equal on every
-// split shape (bench/RESULTS.md, 2026-11-30 session 4: the 1B down_proj in 4 slices 11.6 us, in 8
-// 14.4; the 1B q_proj 6.1 against 7.9; the 8B down_proj 32.0 in 2, 31.8 in 4).
+// ring then holds four stages rather than two, and full passes measured slower or equal on the
+// split shapes at M = 1 (bench/RESULTS.md, 2026-11-30 session 4: the 1B down_proj in 4 slices
+// 11.4 us, in 8 12.3; the 1B q_proj 5.7 against 6.0; the 8B down_proj 31.1 in 2 and in 4).
 // A function of the shape and the device alone, so every n (and graph and eager runs) gives the
 // same bits for a row.
 inline int streamed_k_slices(int64_t out_features, int64_t in, int sm_count) {
@@ -52,10 +52,11 @@ inline int streamed_k_slices(int64_t out_features, int64_t in, int sm_count) {
 // - when each of the 2 x sm_count blocks gets about 4 tiles of 8 rows or more (on an H200, 7920
 //   rows: the LM heads and the gate/up of both Llama shapes), where it reads at 77-101% of the
 //   copy bandwidth;
-// - or when the weight holds 64 MB or more (the 8B down_proj), cut into slices of k: its higher
-//   sustained rate (86% of copy at M = 16, against the direct kernel's 81%) then outweighs its
-//   larger fixed cost (start-up, the slices' meeting). Below that the direct kernel wins (the 1B
-//   down_proj, 32 MB: 10.9 us against 11.9 at M = 1).
+// - or when its rows are long (in >= 8192) and it holds 32 MB or more (the down_proj of both
+//   shapes), cut into slices of k: there the direct kernel falls to 59% (1B) and 80% (8B) of copy
+//   at M = 16, and the streamed one holds 65% and 88%. It gives up a little at M = 1 on the 1B
+//   down_proj (11.4 us against the direct kernel's 10.8; cuBLASLt 12.8). The 8B q/o_proj (32 MB,
+//   k = 4096) stay direct: 10.7 us against 11.3 at M = 1.
 // A function of the shape and device alone, so graph and eager runs of any n pick the same kernel.
 inline bool prefers_streamed_linear(int64_t out_features, int64_t in, int sm_count) {
   constexpr int64_t kMinSplitElements = int64_t{16} << 20;  // 32 MB of BF16
@@ -83,7 +84,7 @@ class StreamedLinear {
   // k_slices 0 takes streamed_k_slices(); any other value (1 .. the chunks of k, with k_slices x
   // tiles <= streamed_full_pass_units when more than 1) is for tests and benchmarks.
   void run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, void* out, bool out_f32,
-           int64_t n, int64_t in, int64_t out_features, cudaStream_t stream, int k_slices = 0, int variant = -1);
+           int64_t n, int64_t in, int64_t out_features, cudaStream_t stream, int k_slices = 0);
 
  private:
   struct Maps;
@@ -101,17 +102,15 @@ void configure_streamed_linear_kernels();
 // with zero out-of-bounds fill; k cut into k_slices slices (1 .. the chunks of k) whose sums
 // meet in slice_sums (k_slices x tiles x 128 floats) counted by arrivals (tiles ints, all 0
 // between launches), both unused when k_slices is 1. Same contract as StreamedLinear::run.
-// EXPERIMENT variants (bit mask).
-inline constexpr int kStreamedRotateChunks = 1;
-inline constexpr int kStreamedWideBoxes = 2;
-inline constexpr int kStreamedEvenGrid = 4;
+// The grid of a launch: its blocks, and the most tiles in one pass (the rows of a wide box).
 struct StreamedGrid {
   int blocks, pass_tiles;
 };
-StreamedGrid streamed_grid(int64_t out_features, int k_slices, int sm_count, int variant);
+StreamedGrid streamed_grid(int64_t out_features, int k_slices, int sm_count);
+
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& wide_weights,
                             const __nv_bfloat16* bias, void* out, bool out_f32, int64_t n, int64_t in,
                             int64_t out_features, int k_slices, float* slice_sums, int* arrivals, int sm_count,
-                            int variant, cudaStream_t stream);
+                            cudaStream_t stream);
 
 }  // namespace fg::cuda
