@@ -140,15 +140,26 @@ std::vector<Tensor> rotated_weights(RandomTensors& random, const LinearShape& sh
   return weights;
 }
 
-// The streamed kernel at each slice count of k, on every decode shape but the LM heads (whose
-// tiles fill the grid without slices): the measurement behind streamed_k_slices.
-nlohmann::json bench_streamed_k_slices(CudaBackend& backend, double copy_gbps) {
+// A kernel setting swept over the decode shapes but the LM heads, at M = 1 and 16: the
+// measurement behind a setting's rule.
+struct SettingSweep {
+  std::string title;  // the table's heading
+  std::string label;  // the setting's short name, a column prefix ("S", "w")
+  std::vector<int> values;
+  std::function<int(const LinearShape&)> picked;           // the value the kernel's rule takes
+  std::function<bool(const LinearShape&, int)> applies;    // false: the kernel refuses the value
+  std::function<void(const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int64_t m, const LinearShape&,
+                     int value)>
+      launch;
+};
+
+// Prints one row per shape and M (us per launch at each value, * on the rule's pick); returns the
+// same rows as JSON.
+nlohmann::json bench_setting_sweep(CudaBackend& backend, const SettingSweep& sweep) {
   nlohmann::json rows = nlohmann::json::array();
-  cuda::StreamedLinear streamed(backend.sm_count());
-  const std::vector<int> slice_counts = {1, 2, 4, 8};
-  fmt::print("\nStreamed linear by slices of k (us per launch); * = streamed_k_slices' pick\n");
+  fmt::print("\n{} (us per launch); * = the rule's pick\n", sweep.title);
   fmt::print("{:<14} {:<12} {:>6} {:>6} {:>3} |", "model", "matmul", "out", "in", "M");
-  for (int s : slice_counts) fmt::print(" {:>7}", fmt::format("S={}", s));
+  for (int v : sweep.values) fmt::print(" {:>7}", fmt::format("{}={}", sweep.label, v));
   fmt::print("\n");
   for (const ModelShape& m : model_shapes()) {
     for (const LinearShape& shape : decode_linears(m)) {
@@ -158,74 +169,63 @@ nlohmann::json bench_streamed_k_slices(CudaBackend& backend, double copy_gbps) {
       const int copies = static_cast<int>(weights.size());
       const Tensor x = random.bf16({16, shape.in}, 0.0f, 1.0f);
       Allocation out = backend.allocate(DType::kBF16, {16, shape.out_features});
-      const int picked = cuda::streamed_k_slices(shape.out_features, shape.in, backend.sm_count());
-      const int64_t tiles = (shape.out_features + cuda::kStreamedBoxRows - 1) / cuda::kStreamedBoxRows;
-      const int64_t chunks = (shape.in + cuda::kStreamedBoxK - 1) / cuda::kStreamedBoxK;
+      const int picked = sweep.picked(shape);
       for (int64_t rows_m : {1, 16}) {
         fmt::print("{:<14} {:<12} {:>6} {:>6} {:>3} |", m.name, shape.name, shape.out_features, shape.in, rows_m);
-        nlohmann::json by_slices = nlohmann::json::object();
-        for (int s : slice_counts) {
-          if (s > chunks || (s > 1 && s * tiles > cuda::streamed_full_pass_units(backend.sm_count()))) {
+        nlohmann::json us_by_value = nlohmann::json::object();
+        for (int v : sweep.values) {
+          if (!sweep.applies(shape, v)) {
             fmt::print(" {:>7}", "-");
             continue;
           }
           const double us = time_per_launch_us(backend, std::max(kBatch, copies), [&](int i) {
-            streamed.run(static_cast<const __nv_bfloat16*>(x.data),
-                         static_cast<const __nv_bfloat16*>(weights[i % copies].data), nullptr, out.tensor.data,
-                         false, rows_m, shape.in, shape.out_features, backend.stream(), s);
+            sweep.launch(static_cast<const __nv_bfloat16*>(x.data),
+                         static_cast<const __nv_bfloat16*>(weights[i % copies].data), out.tensor.data, rows_m, shape,
+                         v);
           });
-          const double pct = 100 * (static_cast<double>(shape.out_features * shape.in * 2) / (us * 1e-6) / 1e9) /
-                             copy_gbps;
-          fmt::print(" {:>6.2f}{}", us, s == picked ? '*' : ' ');
-          by_slices[std::to_string(s)] = {{"us", us}, {"pct_of_copy", pct}};
+          fmt::print(" {:>6.2f}{}", us, v == picked ? '*' : ' ');
+          us_by_value[std::to_string(v)] = us;
         }
         fmt::print("\n");
         rows.push_back({{"model", m.name}, {"matmul", shape.name}, {"out", shape.out_features}, {"in", shape.in},
-                        {"m", rows_m}, {"picked_slices", picked}, {"by_slices", by_slices}});
+                        {"m", rows_m}, {"picked", picked}, {"us_by_value", us_by_value}});
       }
     }
   }
   return rows;
 }
 
-// The direct kernel at each warp count per block, on every decode shape but the LM heads: the
-// measurement behind small_n_linear_warps.
+// The streamed kernel at each slice count of k (the LM heads' tiles fill the grid without
+// slices): the measurement behind streamed_k_slices.
+nlohmann::json bench_streamed_k_slices(CudaBackend& backend) {
+  cuda::StreamedLinear streamed(backend.sm_count());
+  const int sm_count = backend.sm_count();
+  return bench_setting_sweep(
+      backend,
+      {"Streamed linear by slices of k", "S", {1, 2, 4, 8},
+       [&](const LinearShape& shape) { return cuda::streamed_k_slices(shape.out_features, shape.in, sm_count); },
+       [&](const LinearShape& shape, int s) {
+         const int64_t tiles = (shape.out_features + cuda::kStreamedBoxRows - 1) / cuda::kStreamedBoxRows;
+         const int64_t chunks = (shape.in + cuda::kStreamedBoxK - 1) / cuda::kStreamedBoxK;
+         return s <= chunks && (s == 1 || s * tiles <= cuda::streamed_full_pass_units(sm_count));
+       },
+       [&](const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int64_t m, const LinearShape& shape, int s) {
+         streamed.run(x, w, nullptr, out, false, m, shape.in, shape.out_features, backend.stream(), s);
+       }});
+}
+
+// The direct kernel at each warp count per block: the measurement behind small_n_linear_warps.
 nlohmann::json bench_direct_warps(CudaBackend& backend) {
-  nlohmann::json rows = nlohmann::json::array();
-  const std::vector<int> warp_counts = {2, 4, 8, 16};
-  fmt::print("\nDirect small-n linear by warps per block (us per launch); * = small_n_linear_warps' pick\n");
-  fmt::print("{:<14} {:<12} {:>6} {:>6} {:>3} |", "model", "matmul", "out", "in", "M");
-  for (int w : warp_counts) fmt::print(" {:>7}", fmt::format("w={}", w));
-  fmt::print("\n");
-  for (const ModelShape& m : model_shapes()) {
-    for (const LinearShape& shape : decode_linears(m)) {
-      if (shape.name == "lm_head") continue;
-      RandomTensors random{backend};
-      const std::vector<Tensor> weights = rotated_weights(random, shape);
-      const int copies = static_cast<int>(weights.size());
-      const Tensor x = random.bf16({16, shape.in}, 0.0f, 1.0f);
-      Allocation out = backend.allocate(DType::kBF16, {16, shape.out_features});
-      const int picked = cuda::small_n_linear_warps(shape.out_features, backend.sm_count());
-      for (int64_t rows_m : {1, 16}) {
-        fmt::print("{:<14} {:<12} {:>6} {:>6} {:>3} |", m.name, shape.name, shape.out_features, shape.in, rows_m);
-        nlohmann::json by_warps = nlohmann::json::object();
-        for (int w : warp_counts) {
-          const double us = time_per_launch_us(backend, std::max(kBatch, copies), [&](int i) {
-            cuda::launch_small_n_linear(static_cast<const __nv_bfloat16*>(x.data),
-                                        static_cast<const __nv_bfloat16*>(weights[i % copies].data), nullptr,
-                                        out.tensor.data, false, rows_m, shape.in, shape.out_features, w,
-                                        backend.stream());
-          });
-          fmt::print(" {:>6.2f}{}", us, w == picked ? '*' : ' ');
-          by_warps[std::to_string(w)] = us;
-        }
-        fmt::print("\n");
-        rows.push_back({{"model", m.name}, {"matmul", shape.name}, {"out", shape.out_features}, {"in", shape.in},
-                        {"m", rows_m}, {"picked_warps", picked}, {"us_by_warps", by_warps}});
-      }
-    }
-  }
-  return rows;
+  const int sm_count = backend.sm_count();
+  return bench_setting_sweep(
+      backend,
+      {"Direct small-n linear by warps per block", "w", {2, 4, 8, 16},
+       [&](const LinearShape& shape) { return cuda::small_n_linear_warps(shape.out_features, sm_count); },
+       [](const LinearShape&, int) { return true; },
+       [&](const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int64_t m, const LinearShape& shape, int warps) {
+         cuda::launch_small_n_linear(x, w, nullptr, out, false, m, shape.in, shape.out_features, warps,
+                                     backend.stream());
+       }});
 }
 
 nlohmann::json bench_linears(CudaBackend& backend, double copy_gbps) {
@@ -389,7 +389,7 @@ int run_kernel_benchmarks(const std::string& json_out, const std::string& attent
   result["device"] = prop.name;
   result["copy_gbps"] = copy_gbps;
   result["linear"] = bench_linears(backend, copy_gbps);
-  result["streamed_k_slices"] = bench_streamed_k_slices(backend, copy_gbps);
+  result["streamed_k_slices"] = bench_streamed_k_slices(backend);
   result["direct_warps"] = bench_direct_warps(backend);
   result["decode_step"] = bench_decode_steps(backend, attention);
   if (!json_out.empty()) {
