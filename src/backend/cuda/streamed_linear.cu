@@ -163,7 +163,7 @@ __device__ __forceinline__ Pass pass_at(int64_t unit, int64_t unit_end, int64_t 
 template <bool kUpperHalf, typename OutT>
 __global__ void __launch_bounds__(kThreads, 2)
     streamed_linear_kernel(const __grid_constant__ CUtensorMap weights, const __grid_constant__ CUtensorMap tokens,
-                           const __grid_constant__ CUtensorMap wide_weights, const bf16* __restrict__ bias,
+                           const __grid_constant__ CUtensorMap pass_weights, const bf16* __restrict__ bias,
                            OutT* __restrict__ out, int n, int in, int out_features, int64_t tiles_total, int k_slices,
                            float* slice_sums, int* arrivals, int pass_tiles, int stages) {
   extern __shared__ __align__(1024) unsigned char shared[];
@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     allow_dependent_grids();  // they take SM room only as this grid's blocks leave
     prefetch_tensor_map(&weights);
     prefetch_tensor_map(&tokens);
-    prefetch_tensor_map(&wide_weights);
+    prefetch_tensor_map(&pass_weights);
     for (int s = 0; s < stages; ++s) {
       mbarrier_init(&full[s], 1);                // the producer's arrival (+ the copies' bytes)
       mbarrier_init(&empty[s], kConsumerWarps);  // one arrival per consumer warp
@@ -195,7 +195,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 
   if (warp == kConsumerWarps) {
     // Producer (one thread): for each (pass, chunk) item, wait for a free stage, announce its
-    // bytes, one tensor copy of tokens and one per tile. (Issuing the copies from several lanes
+    // bytes, one tensor copy of tokens and one of the pass's tiles (one per tile when the pass is
+    // short of pass_tiles: a block's last). (Issuing the copies from several lanes
     // changed nothing: measured.) The weights depend on no earlier kernel, so the first ring's
     // worth of them is requested before waiting for the grid that writes the tokens: under PDL
     // they stream while that grid drains.
@@ -217,13 +218,14 @@ __global__ void __launch_bounds__(kThreads, 2)
       unsigned char* base = ring + stage * stage_bytes;
       if (copy_weights) {
         mbarrier_arrive_expect_tx(&full[stage], token_bytes + p.tiles * kTileBytes);  // before any copy lands
-        if (p.tiles == pass_tiles)  // one copy for the whole pass
-          tensor_copy_2d(base + kSlotBytes, &wide_weights, chunk * kChunk, static_cast<int>(p.tile0 * kTileRows),
+        if (p.tiles == pass_tiles) {  // one copy for the whole pass: its tiles are adjacent rows
+          tensor_copy_2d(base + kSlotBytes, &pass_weights, chunk * kChunk, static_cast<int>(p.tile0 * kTileRows),
                          &full[stage], weight_policy);
-        else
+        } else {
           for (int tile = 0; tile < p.tiles; ++tile)
-          tensor_copy_2d(base + kSlotBytes + tile * kTileBytes, &weights, chunk * kChunk,
-                         static_cast<int>((p.tile0 + tile) * kTileRows), &full[stage], weight_policy);
+            tensor_copy_2d(base + kSlotBytes + tile * kTileBytes, &weights, chunk * kChunk,
+                           static_cast<int>((p.tile0 + tile) * kTileRows), &full[stage], weight_policy);
+        }
       }
       if (copy_tokens) tensor_copy_2d(base, &tokens, chunk * kChunk, 0, &full[stage], token_policy);
     };
@@ -361,14 +363,14 @@ void set_shared_limit() {
 }
 
 template <bool kUpperHalf, typename OutT>
-void launch_typed(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& wide_weights,
+void launch_typed(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                   const bf16* bias, void* out, int n, int in, int out_features, int64_t tiles, int k_slices,
                   float* slice_sums, int* arrivals, int blocks, int pass_tiles, int stages, int shared_bytes,
                   cudaStream_t stream) {
   // PDL: the kernel may start while the previous one in the stream drains (it waits for it before
   // touching the tokens, the output or the slice sums).
   launch_with_pdl(streamed_linear_kernel<kUpperHalf, OutT>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
-                  static_cast<size_t>(shared_bytes), stream, weights, tokens, wide_weights, bias, static_cast<OutT*>(out),
+                  static_cast<size_t>(shared_bytes), stream, weights, tokens, pass_weights, bias, static_cast<OutT*>(out),
                   n, in, out_features, tiles, k_slices, slice_sums, arrivals, pass_tiles, stages);
 }
 
@@ -394,7 +396,7 @@ StreamedGrid streamed_grid(int64_t out_features, int k_slices, int sm_count) {
   return {static_cast<int>(blocks), static_cast<int>(std::min<int64_t>(kPassTiles, most_per_block))};
 }
 
-void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& wide_weights,
+void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                             const bf16* bias, void* out, bool out_f32, int64_t n, int64_t in, int64_t out_features,
                             int k_slices, float* slice_sums, int* arrivals, int sm_count, cudaStream_t stream) {
   if (n == 0 || out_features == 0) return;
@@ -406,7 +408,7 @@ void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& token
   const int n32 = static_cast<int>(n), in32 = static_cast<int>(in), out32 = static_cast<int>(out_features);
   auto launch = [&](auto upper_half, auto* out_type) {
     using OutT = std::remove_pointer_t<decltype(out_type)>;
-    launch_typed<decltype(upper_half)::value, OutT>(weights, tokens, wide_weights, bias, out, n32, in32, out32, tiles,
+    launch_typed<decltype(upper_half)::value, OutT>(weights, tokens, pass_weights, bias, out, n32, in32, out32, tiles,
                                                     k_slices, slice_sums, arrivals, blocks, pass_tiles, stages,
                                                     shared_bytes, stream);
   };

@@ -97,18 +97,20 @@ class StreamedLinear {
 // Sets the kernels' shared-memory limit; once per device, before the first launch.
 void configure_streamed_linear_kernels();
 
-// The kernel itself, over the maps StreamedLinear::run makes: the weight [out_features, in] in
-// kStreamedBoxRows x kStreamedBoxK boxes, the tokens [n, in] in n x kStreamedBoxK boxes, both
-// with zero out-of-bounds fill; k cut into k_slices slices (1 .. the chunks of k) whose sums
-// meet in slice_sums (k_slices x tiles x 128 floats) counted by arrivals (tiles ints, all 0
-// between launches), both unused when k_slices is 1. Same contract as StreamedLinear::run.
-// The grid of a launch: its blocks, and the most tiles in one pass (the rows of a wide box).
+// The grid of a launch: its blocks, and the most tiles one pass holds (the rows of the pass-wide
+// weight box).
 struct StreamedGrid {
   int blocks, pass_tiles;
 };
 StreamedGrid streamed_grid(int64_t out_features, int k_slices, int sm_count);
 
-void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& wide_weights,
+// The kernel itself, over the maps StreamedLinear::run makes: the weight [out_features, in] in
+// kStreamedBoxRows x kStreamedBoxK boxes and again in streamed_grid().pass_tiles x
+// kStreamedBoxRows x kStreamedBoxK boxes (pass_weights), the tokens [n, in] in n x kStreamedBoxK
+// boxes, all with zero out-of-bounds fill; k cut into k_slices slices (1 .. the chunks of k) whose sums
+// meet in slice_sums (k_slices x tiles x 128 floats) counted by arrivals (tiles ints, all 0
+// between launches), both unused when k_slices is 1. Same contract as StreamedLinear::run.
+void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                             const __nv_bfloat16* bias, void* out, bool out_f32, int64_t n, int64_t in,
                             int64_t out_features, int k_slices, float* slice_sums, int* arrivals, int sm_count,
                             cudaStream_t stream);
