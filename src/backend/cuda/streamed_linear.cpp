@@ -16,8 +16,6 @@ namespace fg::cuda {
 
 namespace {
 
-constexpr size_t kSliceSumFloats = 4 * 32;  // one tile's fragment sums of one slice: [acc][lane]
-
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
     void* fn = nullptr;
@@ -68,7 +66,7 @@ struct StreamedLinear::Maps {
 StreamedLinear::StreamedLinear(int sm_count) : sm_count_(sm_count), maps_(std::make_unique<Maps>()) {
   configure_streamed_linear_kernels();
   const size_t units = static_cast<size_t>(streamed_full_pass_units(sm_count));
-  FG_CUDA_CHECK(cudaMalloc(&slice_sums_, units * kSliceSumFloats * sizeof(float)));
+  FG_CUDA_CHECK(cudaMalloc(&slice_sums_, units * kStreamedSliceSumFloats * sizeof(float)));
   FG_CUDA_CHECK(cudaMalloc(&arrivals_, units * sizeof(int)));
   FG_CUDA_CHECK(cudaMemset(arrivals_, 0, units * sizeof(int)));
 }
@@ -95,11 +93,12 @@ void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const _
   // only output rows past n (each output row of the tensor core reads its own token row).
   const CUtensorMap& tokens = Maps::find_or_make(maps_->tokens, x, n, in, static_cast<uint32_t>(n), "token rows");
   // A full pass's tiles are adjacent rows: one copy of pass_tiles x 8 rows brings them all.
-  const uint32_t pass_rows =
-      static_cast<uint32_t>(streamed_grid(out_features, k_slices, sm_count_).pass_tiles * kStreamedBoxRows);
-  const CUtensorMap& pass_weights = Maps::find_or_make(maps_->weights, w, out_features, in, pass_rows, "weight");
-  launch_streamed_linear(weights, tokens, pass_weights, bias, out, out_f32, n, in, out_features, k_slices,
-                         slice_sums_, arrivals_, sm_count_, stream);
+  const StreamedGrid grid = streamed_grid(out_features, k_slices, sm_count_);
+  const CUtensorMap& pass_weights = Maps::find_or_make(maps_->weights, w, out_features, in,
+                                                       static_cast<uint32_t>(grid.pass_tiles * kStreamedBoxRows),
+                                                       "weight");
+  launch_streamed_linear(weights, tokens, pass_weights, bias, out, out_f32, n, in, out_features, k_slices, grid,
+                         slice_sums_, arrivals_, stream);
 }
 
 }  // namespace fg::cuda

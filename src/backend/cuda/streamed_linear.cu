@@ -1,7 +1,7 @@
 // backend/cuda/streamed_linear.cu — the decode-time linear (n <= 16 token rows) for the large
-// weights (the LM heads, the gate/up projections, the down_proj of both Llama shapes): a persistent grid whose blocks
-// stream their rows through shared memory with the tensor copy engine (TMA), so that the bytes in
-// flight no longer depend on registers or warps.
+// weights (the LM heads, the gate/up projections, the down_proj of both Llama shapes): a
+// persistent grid whose blocks stream their rows through shared memory with the tensor copy
+// engine (TMA), so that the bytes in flight no longer depend on registers or warps.
 //
 // Why: a weight read once at M <= 16 is a pure stream. Register-fed loads (small_n_linear.cu)
 // hold 64 bytes per lane and wait for them; on the LM head at M = 16 they reach 77% of the copy
@@ -26,8 +26,9 @@
 // Layout. The work is T tiles of 8 rows times S slices of k (streamed_k_slices: 1 for weights
 // with many rows; for few rows and long k, enough slices to give every block about half a pass).
 // Block b of G blocks (streamed_grid: at most 2 x SMs, as few as give none more units) owns the
-// contiguous range [b S T / G, (b+1) S T / G) of the units u = slice x T + tile, walked in passes: up to kPassTiles consecutive tiles of one slice; a
-// pass walks its slice's chunks of kChunk values of k. A ring stage holds one chunk of the n token
+// contiguous range [b S T / G, (b+1) S T / G) of the units u = slice x T + tile, walked in passes:
+// up to kPassTiles consecutive tiles of one slice; a pass walks its slice's chunks of kChunk
+// values of k. A ring stage holds one chunk of the n token
 // rows (in a slot of 8 or 16 rows), then of every tile of the pass, each [row][k] dense; weight
 // rows past the end and k past `in` arrive as zeros (the tensor maps' out-of-bounds fill). The
 // slot's rows past n hold stale bytes: they meet only output rows >= n, which are not stored. Each
@@ -75,7 +76,7 @@ constexpr int kRingBytes = 96 * 1024;  // per block: two stages of a full pass (
 constexpr int kPartialBytes = kConsumerWarps * kPassTiles * 4 * 32 * 4;
 constexpr int kHeaderBytes = kPartialBytes + 1024;  // partial sums, barriers; the ring starts 1 KB-aligned
 constexpr int kMaxSharedBytes = kHeaderBytes + kRingBytes;
-constexpr int kUnitFloats = 4 * 32;  // one tile's fragment sums of one slice: [acc][lane]
+constexpr int kUnitFloats = kStreamedSliceSumFloats;  // one tile's sums of one slice: [acc][lane]
 constexpr int kMaxKSlicesLoaded = 8;  // slices whose sums one warp loads at once
 
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
@@ -370,8 +371,9 @@ void launch_typed(const CUtensorMap& weights, const CUtensorMap& tokens, const C
   // PDL: the kernel may start while the previous one in the stream drains (it waits for it before
   // touching the tokens, the output or the slice sums).
   launch_with_pdl(streamed_linear_kernel<kUpperHalf, OutT>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
-                  static_cast<size_t>(shared_bytes), stream, weights, tokens, pass_weights, bias, static_cast<OutT*>(out),
-                  n, in, out_features, tiles, k_slices, slice_sums, arrivals, pass_tiles, stages);
+                  static_cast<size_t>(shared_bytes), stream, weights, tokens, pass_weights, bias,
+                  static_cast<OutT*>(out), n, in, out_features, tiles, k_slices, slice_sums, arrivals, pass_tiles,
+                  stages);
 }
 
 }  // namespace
@@ -388,20 +390,21 @@ StreamedGrid streamed_grid(int64_t out_features, int k_slices, int sm_count) {
   // The fewest blocks (at most 2 per SM) that give none more units than a grid of 2 per SM would:
   // where the units divide evenly, every block streams as much as the others (the 8B down_proj's
   // 1024 units: 256 blocks of 4, rather than 264 of 3 or 4, measured 31.1 us against 32.6).
-  const int64_t full_grid = int64_t{sm_count} * kBlocksPerSm;
-  const int64_t blocks = (units + (units + full_grid - 1) / full_grid - 1) / ((units + full_grid - 1) / full_grid);
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  const int64_t blocks = ceil_div(units, ceil_div(units, int64_t{sm_count} * kBlocksPerSm));
   // A pass holds at most what a block owns, so that small grids get short stages and hence more
   // of them in the ring. The pass size moves no sum (see the header comment).
-  const int64_t most_per_block = (units + blocks - 1) / blocks;
+  const int64_t most_per_block = ceil_div(units, blocks);
   return {static_cast<int>(blocks), static_cast<int>(std::min<int64_t>(kPassTiles, most_per_block))};
 }
 
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                             const bf16* bias, void* out, bool out_f32, int64_t n, int64_t in, int64_t out_features,
-                            int k_slices, float* slice_sums, int* arrivals, int sm_count, cudaStream_t stream) {
+                            int k_slices, StreamedGrid grid, float* slice_sums, int* arrivals,
+                            cudaStream_t stream) {
   if (n == 0 || out_features == 0) return;
   const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
-  const auto [blocks, pass_tiles] = streamed_grid(out_features, k_slices, sm_count);
+  const auto [blocks, pass_tiles] = grid;
   const int stage_bytes = token_slot_bytes(n > 8) + pass_tiles * kTileBytes;
   const int stages = std::min(kMaxStages, kRingBytes / stage_bytes);
   const int shared_bytes = kHeaderBytes + stages * stage_bytes;

@@ -23,6 +23,8 @@ inline constexpr int kStreamedBoxK = 256;
 // kStreamedPassTiles tiles that share every token fragment.
 inline constexpr int kStreamedBlocksPerSm = 2;
 inline constexpr int kStreamedPassTiles = 8;
+// Floats of one tile's sums of one slice of k in the slice-sum workspace: [acc][lane].
+inline constexpr int kStreamedSliceSumFloats = 4 * 32;
 
 // Tiles x slices that give every block of a full grid one full pass: the most a split weight
 // uses of the slice-sum workspace.
@@ -98,21 +100,22 @@ class StreamedLinear {
 void configure_streamed_linear_kernels();
 
 // The grid of a launch: its blocks, and the most tiles one pass holds (the rows of the pass-wide
-// weight box).
+// weight box). A function of the shape, the slice count and the device.
 struct StreamedGrid {
   int blocks, pass_tiles;
 };
 StreamedGrid streamed_grid(int64_t out_features, int k_slices, int sm_count);
 
 // The kernel itself, over the maps StreamedLinear::run makes: the weight [out_features, in] in
-// kStreamedBoxRows x kStreamedBoxK boxes and again in streamed_grid().pass_tiles x
-// kStreamedBoxRows x kStreamedBoxK boxes (pass_weights), the tokens [n, in] in n x kStreamedBoxK
-// boxes, all with zero out-of-bounds fill; k cut into k_slices slices (1 .. the chunks of k) whose sums
-// meet in slice_sums (k_slices x tiles x 128 floats) counted by arrivals (tiles ints, all 0
-// between launches), both unused when k_slices is 1. Same contract as StreamedLinear::run.
+// kStreamedBoxRows x kStreamedBoxK boxes and again in grid.pass_tiles x kStreamedBoxRows x
+// kStreamedBoxK boxes (pass_weights), the tokens [n, in] in n x kStreamedBoxK boxes, all with
+// zero out-of-bounds fill; k cut into k_slices slices (1 .. the chunks of k) whose sums meet in
+// slice_sums (k_slices x tiles x kStreamedSliceSumFloats floats) counted by arrivals (tiles ints,
+// all 0 between launches), both unused when k_slices is 1; grid = streamed_grid(out_features,
+// k_slices, SMs). Same contract as StreamedLinear::run.
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                             const __nv_bfloat16* bias, void* out, bool out_f32, int64_t n, int64_t in,
-                            int64_t out_features, int k_slices, float* slice_sums, int* arrivals, int sm_count,
-                            cudaStream_t stream);
+                            int64_t out_features, int k_slices, StreamedGrid grid, float* slice_sums,
+                            int* arrivals, cudaStream_t stream);
 
 }  // namespace fg::cuda
