@@ -516,12 +516,13 @@ TEST(CudaKernelsLinear, ChainedSmallNLinearsWaitForTheirInputs) {
   }
 }
 
-// The streamed kernel at slice counts of k, forced: each matches the CPU, gives bit-identical rows
-// for every n, and writes every output on every run (each run gets a freshly poisoned output; a
+// The streamed kernel at slice counts of k and 1 or 2 blocks per SM, forced: each matches the CPU,
+// gives bit-identical rows for every n and either grid (the grid, and with it the pass size, moves
+// no sum: the rule may pick it by n), and writes every output on every run (each run gets a freshly poisoned output; a
 // tile's arrival count left armed by the run before would leave its rows poisoned). Shapes: a
 // partial row tile and a partial last chunk of k (1003 x 1000: 126 tiles, 4 chunks, the last 232
 // wide), uneven slices (3 of 4 chunks), blocks whose units straddle two slices, the 8B o_proj.
-TEST(CudaKernelsLinear, StreamedSlicesOfKMatchCpuAndAreBitIdenticalForEveryN) {
+TEST(CudaKernelsLinear, StreamedSlicesAndGridsMatchCpuAndAreBitIdenticalForEveryN) {
   FG_REQUIRE_GPU();
   Env e;
   cuda::StreamedLinear streamed(e.gpu.sm_count());
@@ -537,19 +538,21 @@ TEST(CudaKernelsLinear, StreamedSlicesOfKMatchCpuAndAreBitIdenticalForEveryN) {
     std::vector<float> ref(16 * c.out_features);
     e.cpu.linear(host(x.values, {16, c.in}), host_bf16(w.bits, {c.out_features, c.in}), &b_host,
                  host(ref, {16, c.out_features}));
-    auto run = [&](int64_t n, int slices) {
+    auto run = [&](int64_t n, int slices, int blocks_per_sm) {
       const Tensor out = e.poisoned(DType::kF32, {n, c.out_features});
       streamed.run(static_cast<const __nv_bfloat16*>(x_gpu.data), static_cast<const __nv_bfloat16*>(w_gpu.data),
                    static_cast<const __nv_bfloat16*>(b_gpu.data), out.data, true, n, c.in, c.out_features,
-                   e.gpu.stream(), slices);
+                   e.gpu.stream(), slices, blocks_per_sm);
       return floats(out);
     };
     for (int slices : c.slice_counts) {
       const std::string what = fmt::format("{} -> {}, {} slices", c.in, c.out_features, slices);
-      const std::vector<float> all = run(16, slices);
+      const std::vector<float> all = run(16, slices, cuda::kStreamedBlocksPerSm);
       EXPECT_LE(relative_error(all, ref), kTolerance) << what;
-      for (int64_t n : {1, 7, 8, 9, 16})
-        EXPECT_EQ(run(n, slices), slice(all, 0, static_cast<size_t>(n * c.out_features))) << what << ", n " << n;
+      for (int blocks_per_sm = 1; blocks_per_sm <= cuda::kStreamedBlocksPerSm; ++blocks_per_sm)
+        for (int64_t n : {1, 7, 8, 9, 16})
+          EXPECT_EQ(run(n, slices, blocks_per_sm), slice(all, 0, static_cast<size_t>(n * c.out_features)))
+              << what << ", " << blocks_per_sm << " blocks per SM, n " << n;
     }
   }
 }

@@ -140,17 +140,18 @@ std::vector<Tensor> rotated_weights(RandomTensors& random, const LinearShape& sh
   return weights;
 }
 
-// A kernel setting swept over the decode shapes but the LM heads, at M = 1 and 16: the
-// measurement behind a setting's rule.
+// A kernel setting swept over the decode shapes (the LM heads only where with_lm_heads), at M = 1
+// and 16: the measurement behind a setting's rule.
 struct SettingSweep {
   std::string title;  // the table's heading
   std::string label;  // the setting's short name, a column prefix ("S", "w")
   std::vector<int> values;
-  std::function<int(const LinearShape&)> picked;           // the value the kernel's rule takes
+  std::function<int(const LinearShape&, int64_t m)> picked;  // the value the kernel's rule takes
   std::function<bool(const LinearShape&, int)> applies;    // false: the kernel refuses the value
   std::function<void(const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int64_t m, const LinearShape&,
                      int value)>
       launch;
+  bool with_lm_heads = false;
 };
 
 // Prints one row per shape and M (us per launch at each value, * on the rule's pick); returns the
@@ -163,14 +164,14 @@ nlohmann::json bench_setting_sweep(CudaBackend& backend, const SettingSweep& swe
   fmt::print("\n");
   for (const ModelShape& m : model_shapes()) {
     for (const LinearShape& shape : decode_linears(m)) {
-      if (shape.name == "lm_head") continue;
+      if (shape.name == "lm_head" && !sweep.with_lm_heads) continue;
       RandomTensors random{backend};
       const std::vector<Tensor> weights = rotated_weights(random, shape);
       const int copies = static_cast<int>(weights.size());
       const Tensor x = random.bf16({16, shape.in}, 0.0f, 1.0f);
       Allocation out = backend.allocate(DType::kBF16, {16, shape.out_features});
-      const int picked = sweep.picked(shape);
       for (int64_t rows_m : {1, 16}) {
+        const int picked = sweep.picked(shape, rows_m);
         fmt::print("{:<14} {:<12} {:>6} {:>6} {:>3} |", m.name, shape.name, shape.out_features, shape.in, rows_m);
         nlohmann::json us_by_value = nlohmann::json::object();
         for (int v : sweep.values) {
@@ -203,7 +204,9 @@ nlohmann::json bench_streamed_k_slices(CudaBackend& backend) {
   return bench_setting_sweep(
       backend,
       {"Streamed linear by slices of k", "S", {1, 2, 4, 8},
-       [&](const LinearShape& shape) { return cuda::streamed_k_slices(shape.out_features, shape.in, sm_count); },
+       [&](const LinearShape& shape, int64_t) {
+         return cuda::streamed_k_slices(shape.out_features, shape.in, sm_count);
+       },
        [&](const LinearShape& shape, int s) {
          const int64_t tiles = (shape.out_features + cuda::kStreamedBoxRows - 1) / cuda::kStreamedBoxRows;
          const int64_t chunks = (shape.in + cuda::kStreamedBoxK - 1) / cuda::kStreamedBoxK;
@@ -214,13 +217,32 @@ nlohmann::json bench_streamed_k_slices(CudaBackend& backend) {
        }});
 }
 
+// The streamed kernel at 1 and 2 blocks per SM (its slices of k as the rule picks them): the
+// measurement behind streamed_blocks_per_sm.
+nlohmann::json bench_streamed_blocks_per_sm(CudaBackend& backend) {
+  cuda::StreamedLinear streamed(backend.sm_count());
+  const int sm_count = backend.sm_count();
+  return bench_setting_sweep(
+      backend,
+      {"Streamed linear by blocks per SM", "b", {1, 2},
+       [&](const LinearShape& shape, int64_t m) {
+         const int k_slices = cuda::streamed_k_slices(shape.out_features, shape.in, sm_count);
+         return cuda::streamed_blocks_per_sm(shape.out_features, k_slices, m, sm_count);
+       },
+       [](const LinearShape&, int) { return true; },
+       [&](const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int64_t m, const LinearShape& shape, int b) {
+         streamed.run(x, w, nullptr, out, false, m, shape.in, shape.out_features, backend.stream(), 0, b);
+       },
+       /*with_lm_heads=*/true});
+}
+
 // The direct kernel at each warp count per block: the measurement behind small_n_linear_warps.
 nlohmann::json bench_direct_warps(CudaBackend& backend) {
   const int sm_count = backend.sm_count();
   return bench_setting_sweep(
       backend,
       {"Direct small-n linear by warps per block", "w", {2, 4, 8, 16},
-       [&](const LinearShape& shape) { return cuda::small_n_linear_warps(shape.out_features, sm_count); },
+       [&](const LinearShape& shape, int64_t) { return cuda::small_n_linear_warps(shape.out_features, sm_count); },
        [](const LinearShape&, int) { return true; },
        [&](const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int64_t m, const LinearShape& shape, int warps) {
          cuda::launch_small_n_linear(x, w, nullptr, out, false, m, shape.in, shape.out_features, warps,
@@ -390,6 +412,7 @@ int run_kernel_benchmarks(const std::string& json_out, const std::string& attent
   result["copy_gbps"] = copy_gbps;
   result["linear"] = bench_linears(backend, copy_gbps);
   result["streamed_k_slices"] = bench_streamed_k_slices(backend);
+  result["streamed_blocks_per_sm"] = bench_streamed_blocks_per_sm(backend);
   result["direct_warps"] = bench_direct_warps(backend);
   result["decode_step"] = bench_decode_steps(backend, attention);
   if (!json_out.empty()) {

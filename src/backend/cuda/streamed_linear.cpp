@@ -31,7 +31,9 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 }
 
 // The map of a [rows, in] BF16 matrix in boxes of box_rows x kStreamedBoxK, zeros out of bounds
-// (rows past the end, k past `in`).
+// (rows past the end, k past `in`). No L2 promotion: with 256-byte promotion every streamed shape
+// read 2-7% slower (bench/RESULTS.md, 2026-12-01 session 5: the 8B LM head at M = 1 248 -> 236
+// us, the 8B gate/up 29.0 -> 27.6); 64- and 128-byte promotion measured the same as none.
 CUtensorMap tensor_map(const __nv_bfloat16* data, int64_t rows, int64_t in, uint32_t box_rows, const char* what) {
   CUtensorMap map;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(in), static_cast<cuuint64_t>(rows)};
@@ -40,7 +42,7 @@ CUtensorMap tensor_map(const __nv_bfloat16* data, int64_t rows, int64_t in, uint
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult r = tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(data),
                                           dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                          CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                          CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   FG_CHECK(r == CUDA_SUCCESS, "cuda backend: cuTensorMapEncodeTiled failed ({}) for the {} x {} {} at {}",
            static_cast<int>(r), rows, in, what, static_cast<const void*>(data));
@@ -78,9 +80,10 @@ StreamedLinear::~StreamedLinear() {
 
 void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, void* out,
                          bool out_f32, int64_t n, int64_t in, int64_t out_features, cudaStream_t stream,
-                         int k_slices) {
+                         int k_slices, int blocks_per_sm) {
   if (n == 0 || out_features == 0) return;
   if (k_slices == 0) k_slices = streamed_k_slices(out_features, in, sm_count_);
+  if (blocks_per_sm == 0) blocks_per_sm = streamed_blocks_per_sm(out_features, k_slices, n, sm_count_);
   const int64_t tiles = (out_features + kStreamedBoxRows - 1) / kStreamedBoxRows;
   const int64_t chunks = (in + kStreamedBoxK - 1) / kStreamedBoxK;
   FG_CHECK(k_slices >= 1 && k_slices <= chunks &&
@@ -93,7 +96,9 @@ void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const _
   // only output rows past n (each output row of the tensor core reads its own token row).
   const CUtensorMap& tokens = Maps::find_or_make(maps_->tokens, x, n, in, static_cast<uint32_t>(n), "token rows");
   // A full pass's tiles are adjacent rows: one copy of pass_tiles x 8 rows brings them all.
-  const StreamedGrid grid = streamed_grid(out_features, k_slices, sm_count_);
+  FG_CHECK(blocks_per_sm >= 1 && blocks_per_sm <= kStreamedBlocksPerSm,
+           "cuda backend: the streamed linear runs 1 to {} blocks per SM, not {}", kStreamedBlocksPerSm, blocks_per_sm);
+  const StreamedGrid grid = streamed_grid(out_features, k_slices, blocks_per_sm, sm_count_);
   const CUtensorMap& pass_weights = Maps::find_or_make(maps_->weights, w, out_features, in,
                                                        static_cast<uint32_t>(grid.pass_tiles * kStreamedBoxRows),
                                                        "weight");

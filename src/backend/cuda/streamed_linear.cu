@@ -25,10 +25,10 @@
 //
 // Layout. The work is T tiles of 8 rows times S slices of k (streamed_k_slices: 1 for weights
 // with many rows; for few rows and long k, enough slices to give every block about half a pass).
-// Block b of G blocks (streamed_grid: at most 2 x SMs, as few as give none more units) owns the
-// contiguous range [b S T / G, (b+1) S T / G) of the units u = slice x T + tile, walked in passes:
-// up to kPassTiles consecutive tiles of one slice; a pass walks its slice's chunks of kChunk
-// values of k. A ring stage holds one chunk of the n token
+// Block b of G blocks (streamed_grid: at most 1 or 2 x SMs, streamed_blocks_per_sm; as few as give
+// none more units) owns the contiguous range [b S T / G, (b+1) S T / G) of the units
+// u = slice x T + tile, walked in passes: up to kPassTiles consecutive tiles of one slice; a pass
+// walks its slice's chunks of kChunk values of k. A ring stage holds one chunk of the n token
 // rows (in a slot of 8 or 16 rows), then of every tile of the pass, each [row][k] dense; weight
 // rows past the end and k past `in` arrive as zeros (the tensor maps' out-of-bounds fill). The
 // slot's rows past n hold stale bytes: they meet only output rows >= n, which are not stored. Each
@@ -71,11 +71,14 @@ constexpr int kMaxStages = 32;
 // Two blocks per SM, each with a ring of two full-pass stages: one block's epilogue and start
 // overlap the other's stream. Measured against one block with five stages (bench/RESULTS.md,
 // 2026-11-30 session 3): +2-4% on the LM heads, the same elsewhere.
-constexpr int kBlocksPerSm = kStreamedBlocksPerSm;
-constexpr int kRingBytes = 96 * 1024;  // per block: two stages of a full pass (40 KB), more of shorter ones
 constexpr int kPartialBytes = kConsumerWarps * kPassTiles * 4 * 32 * 4;
 constexpr int kHeaderBytes = kPartialBytes + 1024;  // partial sums, barriers; the ring starts 1 KB-aligned
-constexpr int kMaxSharedBytes = kHeaderBytes + kRingBytes;
+// One block alone on its SM takes the SM's whole ring (two blocks: two stages of a full pass, 40 KB,
+// each, more of shorter ones); two blocks of this size fill an SM's 228 KB.
+constexpr int kMaxSharedBytes = kHeaderBytes + kStreamedRingBytesPerSm;
+static_assert(kStreamedBlocksPerSm * (kHeaderBytes + kStreamedRingBytesPerSm / kStreamedBlocksPerSm + 1024) <=
+                  228 * 1024,
+              "two blocks' shared memory (and the 1 KB each reserves) must fit an SM");
 constexpr int kUnitFloats = kStreamedSliceSumFloats;  // one tile's sums of one slice: [acc][lane]
 constexpr int kMaxKSlicesLoaded = 8;  // slices whose sums one warp loads at once
 
@@ -385,17 +388,18 @@ void configure_streamed_linear_kernels() {
   set_shared_limit<false, bf16>();
 }
 
-StreamedGrid streamed_grid(int64_t out_features, int k_slices, int sm_count) {
+StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm, int sm_count) {
   const int64_t units = (out_features + kTileRows - 1) / kTileRows * k_slices;
-  // The fewest blocks (at most 2 per SM) that give none more units than a grid of 2 per SM would:
+  // The fewest blocks (at most blocks_per_sm per SM) that give none more units than a full grid would:
   // where the units divide evenly, every block streams as much as the others (the 8B down_proj's
   // 1024 units: 256 blocks of 4, rather than 264 of 3 or 4, measured 31.1 us against 32.6).
   auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  const int64_t blocks = ceil_div(units, ceil_div(units, int64_t{sm_count} * kBlocksPerSm));
+  const int64_t blocks = ceil_div(units, ceil_div(units, int64_t{sm_count} * blocks_per_sm));
   // A pass holds at most what a block owns, so that small grids get short stages and hence more
   // of them in the ring. The pass size moves no sum (see the header comment).
   const int64_t most_per_block = ceil_div(units, blocks);
-  return {static_cast<int>(blocks), static_cast<int>(std::min<int64_t>(kPassTiles, most_per_block))};
+  return {static_cast<int>(blocks), static_cast<int>(std::min<int64_t>(kPassTiles, most_per_block)),
+          kStreamedRingBytesPerSm / blocks_per_sm};
 }
 
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
@@ -404,9 +408,9 @@ void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& token
                             cudaStream_t stream) {
   if (n == 0 || out_features == 0) return;
   const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
-  const auto [blocks, pass_tiles] = grid;
+  const auto [blocks, pass_tiles, ring_bytes] = grid;
   const int stage_bytes = token_slot_bytes(n > 8) + pass_tiles * kTileBytes;
-  const int stages = std::min(kMaxStages, kRingBytes / stage_bytes);
+  const int stages = std::min(kMaxStages, ring_bytes / stage_bytes);
   const int shared_bytes = kHeaderBytes + stages * stage_bytes;
   const int n32 = static_cast<int>(n), in32 = static_cast<int>(in), out32 = static_cast<int>(out_features);
   auto launch = [&](auto upper_half, auto* out_type) {

@@ -19,10 +19,12 @@ namespace fg::cuda {
 inline constexpr int kStreamedBoxRows = 8;
 inline constexpr int kStreamedTokenRows = 16;
 inline constexpr int kStreamedBoxK = 256;
-// The grid: kStreamedBlocksPerSm blocks per SM, each walking its tiles in passes of up to
-// kStreamedPassTiles tiles that share every token fragment.
+// The grid: at most kStreamedBlocksPerSm blocks per SM (streamed_blocks_per_sm), each walking its
+// tiles in passes of up to kStreamedPassTiles tiles that share every token fragment. The blocks of
+// an SM split kStreamedRingBytesPerSm of shared memory for their rings of stages.
 inline constexpr int kStreamedBlocksPerSm = 2;
 inline constexpr int kStreamedPassTiles = 8;
+inline constexpr int kStreamedRingBytesPerSm = 192 * 1024;
 // Floats of one tile's sums of one slice of k in the slice-sum workspace: [acc][lane].
 inline constexpr int kStreamedSliceSumFloats = 4 * 32;
 
@@ -60,6 +62,21 @@ inline int streamed_k_slices(int64_t out_features, int64_t in, int sm_count) {
 //   down_proj (11.4 us against the direct kernel's 10.8; cuBLASLt 12.8). The 8B q/o_proj (32 MB,
 //   k = 4096) stay direct: 10.7 us against 11.3 at M = 1.
 // A function of the shape and device alone, so graph and eager runs of any n pick the same kernel.
+// The streamed kernel's blocks per SM: 2, or 1 when n > 8 and 2 per SM would leave passes of half
+// kStreamedPassTiles or fewer. Above 8 rows a stage's token chunk is 16 rows (8 KB), half the bytes
+// of a 4-tile pass's weights, and every block reads it again from L2; one block per SM, with passes
+// twice as long, halves those reads. Measured (bench/RESULTS.md, 2026-12-01 session 5, M = 16, one
+// block per SM against two): the 1B gate/up 9.9-10.1 us against 10.6 (cuBLASLt 10.2-10.3), the
+// 8B down_proj 31.0-31.6 against 31.4-32.0; with longer passes two are faster (8B gate/up, 7 tiles
+// a block: 29.9-30.4 against 29.7-30.1; the LM heads 2-3%), and so at M = 1 on every streamed shape.
+// The grid moves no sum (see streamed_linear.cu), so a row's bits do not depend on this choice.
+inline int streamed_blocks_per_sm(int64_t out_features, int k_slices, int64_t n, int sm_count) {
+  const int64_t units = (out_features + kStreamedBoxRows - 1) / kStreamedBoxRows * k_slices;
+  const int64_t full_grid = int64_t{kStreamedBlocksPerSm} * sm_count;
+  const bool short_passes = (units + full_grid - 1) / full_grid <= kStreamedPassTiles / 2;
+  return n > 8 && short_passes ? 1 : kStreamedBlocksPerSm;
+}
+
 inline bool prefers_streamed_linear(int64_t out_features, int64_t in, int sm_count) {
   constexpr int64_t kMinSplitElements = int64_t{16} << 20;  // 32 MB of BF16
   return out_features >= int64_t{60} * sm_count || (in >= 8192 && out_features * in >= kMinSplitElements);
@@ -85,8 +102,10 @@ class StreamedLinear {
 
   // k_slices 0 takes streamed_k_slices(); any other value (1 .. the chunks of k, with k_slices x
   // tiles <= streamed_full_pass_units when more than 1) is for tests and benchmarks.
+  // blocks_per_sm 0 takes streamed_blocks_per_sm(); 1 or 2 is for tests and benchmarks.
   void run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, void* out, bool out_f32,
-           int64_t n, int64_t in, int64_t out_features, cudaStream_t stream, int k_slices = 0);
+           int64_t n, int64_t in, int64_t out_features, cudaStream_t stream, int k_slices = 0,
+           int blocks_per_sm = 0);
 
  private:
   struct Maps;
@@ -99,12 +118,14 @@ class StreamedLinear {
 // Sets the kernels' shared-memory limit; once per device, before the first launch.
 void configure_streamed_linear_kernels();
 
-// The grid of a launch: its blocks, and the most tiles one pass holds (the rows of the pass-wide
-// weight box). A function of the shape, the slice count and the device.
+// The grid of a launch: its blocks, the most tiles one pass holds (the rows of the pass-wide
+// weight box), and each block's ring of stages in bytes. A function of the shape, the slice
+// count, the blocks per SM and the device.
 struct StreamedGrid {
-  int blocks, pass_tiles;
+  int blocks, pass_tiles, ring_bytes;
 };
-StreamedGrid streamed_grid(int64_t out_features, int k_slices, int sm_count);
+// blocks_per_sm: 1 .. kStreamedBlocksPerSm.
+StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm, int sm_count);
 
 // The kernel itself, over the maps StreamedLinear::run makes: the weight [out_features, in] in
 // kStreamedBoxRows x kStreamedBoxK boxes and again in grid.pass_tiles x kStreamedBoxRows x
