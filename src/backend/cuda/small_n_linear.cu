@@ -37,10 +37,12 @@ constexpr int kMaxWarps = 16;
 constexpr int kRingStages = 4;    // groups per warp in the cp.async ring (3 in flight)
 
 // Weights are read exactly once: keep them out of L1 (which holds the reused token rows) and let
-// L2 fetch whole 256-byte lines, since the neighbouring lanes' k-steps follow.
+// L2 fetch 128 bytes around each load, since the neighbouring lanes' k-steps follow. 128 rather
+// than 256 (bench/RESULTS.md, 2026-12-01 session 5): 1-3% faster on the q/k/v/o shapes this
+// kernel takes, 2-10% on the large ones; no hint at all is slower than either.
 __device__ __forceinline__ uint4 load_weights(const bf16* p) {
   uint4 v;
-  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+  asm("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
       : "l"(p));
   return v;
@@ -54,7 +56,7 @@ __device__ __forceinline__ void store(bf16* p, float v) { *p = __float2bfloat16_
 // 16-byte asynchronous copy global -> shared that bypasses L1 (weights are read once).
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(s), "l"(gmem));
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(s), "l"(gmem));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int kPending>
