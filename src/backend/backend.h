@@ -56,6 +56,13 @@ class Graph {
 // Transitional name of SamplingTensors (sampling/sampling_params.h), used by the CUDA backend.
 using SamplingBuffers = SamplingTensors;
 
+// One of the linears of a linear_group: out = x · weightᵀ (+ bias), weight [rows, in], bias [rows]
+// or null, out [n, rows].
+struct LinearPart {
+  const Tensor* weight;
+  const Tensor* bias;
+  Tensor out;
+};
 
 class Backend {
  public:
@@ -108,6 +115,13 @@ class Backend {
                             const Tensor& out) = 0;
   // out = x · weightᵀ (+ bias). x [n, in], weight [out, in], bias [out] or undefined, out [n, out].
   virtual void linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) = 0;
+  // linear() for each part, all over the same x. A backend may run the parts as one matmul where
+  // their weights (and biases) lie back to back in memory, as the model loader places a layer's
+  // q/k/v and gate/up projections on a device: then a part's bits are those of that one matmul
+  // (at every n, like linear's), which may differ from its own linear's in the last place.
+  virtual void linear_group(const Tensor& x, const std::vector<LinearPart>& parts) {
+    for (const LinearPart& p : parts) linear(x, *p.weight, p.bias, p.out);
+  }
   // In place, per head: x[i, h, :] = rms_norm(x[i, h, :]) * weight. x [n, heads * hd], weight [hd].
   virtual void head_rms_norm(const Tensor& x, const Tensor& weight, float eps) = 0;
   // Rotates q and k in place by the RoPE angles of each token's position (rotate-half layout),

@@ -89,9 +89,10 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
     const LayerWeights& w = weights_.layers[l];
 
     // Attention block.
-    b.linear(normed, w.q_proj, c.qkv_bias ? &w.q_bias : nullptr, q);
-    b.linear(normed, w.k_proj, c.qkv_bias ? &w.k_bias : nullptr, k);
-    b.linear(normed, w.v_proj, c.qkv_bias ? &w.v_bias : nullptr, v);
+    // One matmul where the backend can (the loader places q/k/v back to back on a device).
+    b.linear_group(normed, {{&w.q_proj, c.qkv_bias ? &w.q_bias : nullptr, q},
+                            {&w.k_proj, c.qkv_bias ? &w.k_bias : nullptr, k},
+                            {&w.v_proj, c.qkv_bias ? &w.v_bias : nullptr, v}});
     if (c.qk_norm) {
       b.head_rms_norm(q, w.q_norm, eps);
       b.head_rms_norm(k, w.k_norm, eps);
@@ -102,8 +103,7 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
     b.add_rms_norm(residual, proj_out, w.post_attention_norm, eps, normed);
 
     // MLP block; its residual add is fused with the next layer's input norm (or the final norm).
-    b.linear(normed, w.gate_proj, nullptr, gate);
-    b.linear(normed, w.up_proj, nullptr, up);
+    b.linear_group(normed, {{&w.gate_proj, nullptr, gate}, {&w.up_proj, nullptr, up}});
     b.silu_mul(gate, up, mlp_act);
     b.linear(mlp_act, w.down_proj, nullptr, proj_out);
     const Tensor& next_norm = l + 1 < c.num_layers ? weights_.layers[l + 1].input_norm : weights_.final_norm;

@@ -113,11 +113,81 @@ std::vector<WeightSpec> expected_weights(const ModelConfig& c) {
   return specs;
 }
 
+namespace {
+
+// The matmuls a backend may run as one (Backend::linear_group): a layer's q/k/v projections, their
+// biases, and its gate/up projections. The key names the group within its layer; empty: none.
+std::string group_of(const std::string& name) {
+  static const std::vector<std::pair<std::string, std::string>> members = {
+      {"self_attn.q_proj.weight", "qkv"},      {"self_attn.k_proj.weight", "qkv"},
+      {"self_attn.v_proj.weight", "qkv"},      {"self_attn.q_proj.bias", "qkv_bias"},
+      {"self_attn.k_proj.bias", "qkv_bias"},   {"self_attn.v_proj.bias", "qkv_bias"},
+      {"mlp.gate_proj.weight", "gate_up"},     {"mlp.up_proj.weight", "gate_up"},
+  };
+  for (const auto& [suffix, group] : members)
+    if (name.ends_with(suffix)) return name.substr(0, name.size() - suffix.size()) + group;
+  return {};
+}
+
+// Memory for the weights: each group's members back to back in one allocation, in the
+// order expected_weights lists them, so that linear_group can run them as one matmul; every
+// other tensor in an allocation of its own. A member goes on its own instead when its dtype is
+// not its group's (a checkpoint mixing dtypes) or when the members' sizes would leave one off a
+// 16-byte boundary.
+class WeightPlacement {
+ public:
+  WeightPlacement(const ModelConfig& config, Backend& backend, ModelWeights& weights)
+      : backend_(backend), weights_(weights) {
+    for (const WeightSpec& spec : expected_weights(config)) {
+      const std::string group = group_of(spec.name);
+      if (group.empty()) continue;
+      int64_t numel = 1;
+      for (int64_t d : spec.shape) numel *= d;
+      Group& g = groups_[group];
+      offsets_[spec.name] = g.numel;
+      g.numel += numel;
+    }
+  }
+
+  // A flat [numel] tensor of `dtype` for the tensor called `name`.
+  Tensor allocate(const std::string& name, DType dtype, int64_t numel) {
+    const auto offset = offsets_.find(name);
+    if (offset != offsets_.end()) {
+      Group& g = groups_.at(group_of(name));
+      const size_t element = dtype_size(dtype);
+      const bool aligned = offset->second * element % 16 == 0;
+      if (aligned && (!g.memory.memory || g.memory.tensor.dtype == dtype)) {
+        if (!g.memory.memory) {
+          g.memory = backend_.allocate(dtype, {g.numel});
+          weights_.keep_alive.push_back(g.memory.memory);
+        }
+        return g.memory.tensor.rows(offset->second, numel);
+      }
+    }
+    Allocation a = backend_.allocate(dtype, {numel});
+    weights_.keep_alive.push_back(a.memory);
+    return a.tensor;
+  }
+
+ private:
+  struct Group {
+    int64_t numel = 0;
+    Allocation memory;
+  };
+  Backend& backend_;
+  ModelWeights& weights_;
+  std::map<std::string, Group> groups_;
+  std::map<std::string, int64_t> offsets_;  // a member's first element in its group
+};
+
+}  // namespace
+
 ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Checkpoint> checkpoint_ptr,
                           Backend& backend) {
   const Checkpoint& checkpoint = *checkpoint_ptr;
   ModelWeights w = empty_weights(config);
   w.keep_alive.push_back(checkpoint_ptr);
+  WeightPlacement placement(config, backend, w);
   std::optional<ThreadPool> pool;  // started by the first tensor that needs converting
   std::set<std::string> expected;
   for (const WeightSpec& spec : expected_weights(config)) {
@@ -155,13 +225,12 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
       source = converted.data();
       w.converted_from = t.dtype;
     }
-    Allocation a = backend.allocate(kept, {t.numel()});
-    backend.copy_from_host(a.tensor, source);
+    const Tensor memory = placement.allocate(spec.name, kept, t.numel());
+    backend.copy_from_host(memory, source);
     *slot = t;
     slot->dtype = kept;
-    slot->data = a.tensor.data;
-    slot->device = a.tensor.device;
-    w.keep_alive.push_back(a.memory);
+    slot->data = memory.data;
+    slot->device = memory.device;
   }
   for (const std::string& name : checkpoint.names()) {
     if (expected.count(name) || ignorable(name)) continue;
@@ -175,6 +244,7 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
 
 ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed) {
   ModelWeights w = empty_weights(config);
+  WeightPlacement placement(config, backend, w);
   ThreadPool pool;
   for (const WeightSpec& spec : expected_weights(config)) {
     int64_t numel = 1;
@@ -202,13 +272,12 @@ ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t
         }
       }
     });
-    Allocation a = backend.allocate(dtype, {numel});
-    backend.copy_from_host(a.tensor, host.data());
+    const Tensor memory = placement.allocate(spec.name, dtype, numel);
+    backend.copy_from_host(memory, host.data());
     Tensor* slot = slot_for(w, config, spec.name);
-    *slot = a.tensor;
+    *slot = memory;
     slot->rank = static_cast<int>(spec.shape.size());
     for (size_t d = 0; d < spec.shape.size(); ++d) slot->shape[d] = spec.shape[d];
-    w.keep_alive.push_back(a.memory);
   }
   tie_lm_head(w, config);
   return w;

@@ -15,6 +15,7 @@
 #include "attention/cuda/reference_attention.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/small_n_linear.h"
 #include "backend/cuda/streamed_linear.h"
 #include "gpu/gpu_test_support.h"
 #include "model/rope.h"
@@ -541,8 +542,8 @@ TEST(CudaKernelsLinear, StreamedSlicesAndGridsMatchCpuAndAreBitIdenticalForEvery
     auto run = [&](int64_t n, int slices, int blocks_per_sm) {
       const Tensor out = e.poisoned(DType::kF32, {n, c.out_features});
       streamed.run(static_cast<const __nv_bfloat16*>(x_gpu.data), static_cast<const __nv_bfloat16*>(w_gpu.data),
-                   static_cast<const __nv_bfloat16*>(b_gpu.data), out.data, true, n, c.in, c.out_features,
-                   e.gpu.stream(), slices, blocks_per_sm);
+                   static_cast<const __nv_bfloat16*>(b_gpu.data), cuda::LinearOutputs::whole(out.data, c.out_features),
+                   true, n, c.in, c.out_features, e.gpu.stream(), slices, blocks_per_sm);
       return floats(out);
     };
     for (int slices : c.slice_counts) {
@@ -553,6 +554,94 @@ TEST(CudaKernelsLinear, StreamedSlicesAndGridsMatchCpuAndAreBitIdenticalForEvery
         for (int64_t n : {1, 7, 8, 9, 16})
           EXPECT_EQ(run(n, slices, blocks_per_sm), slice(all, 0, static_cast<size_t>(n * c.out_features)))
               << what << ", " << blocks_per_sm << " blocks per SM, n " << n;
+    }
+  }
+}
+
+// linear_group over weights (and biases) back to back runs one matmul whose outputs land split
+// into the parts' tensors: every part matches the CPU, and its bits are those of the one linear
+// over the spanning weight (columns of its output) at n <= 16, or of the part's own linear at
+// larger n (cuBLASLt runs the parts apart). Shapes: q/k/v-like parts on the direct kernel with
+// and without biases, gate/up-like parts on the streamed one (8192 rows), F32 and BF16 outputs;
+// parts in separate allocations, or with outputs of two dtypes, fall back to one linear each.
+TEST(CudaKernelsLinear, GroupedLinearIsOneMatmulSplitIntoItsParts) {
+  FG_REQUIRE_GPU();
+  Env e;
+  struct GroupCase {
+    int64_t in;
+    std::vector<int64_t> rows;
+    bool biased;
+  };
+  // The columns [begin, begin + width) of an [n, total] row-major matrix.
+  auto columns = [](const std::vector<float>& m, int64_t n, int64_t total, int64_t begin, int64_t width) {
+    std::vector<float> out;
+    for (int64_t i = 0; i < n; ++i)
+      out.insert(out.end(), m.begin() + i * total + begin, m.begin() + i * total + begin + width);
+    return out;
+  };
+  for (const GroupCase& c : {GroupCase{512, {192, 64, 64}, false}, GroupCase{512, {200, 56, 56}, true},
+                             GroupCase{1024, {4096, 4096}, false}}) {
+    int64_t total = 0;
+    for (int64_t r : c.rows) total += r;
+    Bf16Values w = e.random(total * c.in, 1.0f / std::sqrt(static_cast<float>(c.in)));
+    Bf16Values b = e.random(total, 0.5f), x = e.random(40 * c.in);
+    const Tensor w_all = e.bf16(w, {total, c.in}), b_all = e.bf16(b, {total}), x_gpu = e.bf16(x, {40, c.in});
+    const Tensor b_host = host_bf16(b.bits, {total});
+    std::vector<float> ref(40 * total);
+    e.cpu.linear(host(x.values, {40, c.in}), host_bf16(w.bits, {total, c.in}), c.biased ? &b_host : nullptr,
+                 host(ref, {40, total}));
+    // The same weights again, each part in an allocation of its own, one row longer than the part,
+    // so that no part can end where the next begins.
+    std::vector<Tensor> w_apart, b_apart;
+    for (int64_t p = 0, begin = 0; p < static_cast<int64_t>(c.rows.size()); begin += c.rows[p++]) {
+      w_apart.push_back(e.alloc(DType::kBF16, {c.rows[p] + 1, c.in}).rows(0, c.rows[p]));
+      b_apart.push_back(e.alloc(DType::kBF16, {c.rows[p] + 8}).rows(0, c.rows[p]));
+      FG_CUDA_CHECK(cudaMemcpy(w_apart.back().data, w_all.rows(begin, c.rows[p]).data, w_apart.back().nbytes(),
+                               cudaMemcpyDeviceToDevice));
+      FG_CUDA_CHECK(cudaMemcpy(b_apart.back().data, b_all.rows(begin, c.rows[p]).data, b_apart.back().nbytes(),
+                               cudaMemcpyDeviceToDevice));
+    }
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      for (int64_t n : {1, 7, 9, 16, 40}) {
+        const Tensor x_n = x_gpu.rows(0, n);
+        const std::string what = fmt::format("in {}, {} parts of {} rows{}, n {}, {}", c.in, c.rows.size(),
+                                             c.rows[0], c.biased ? ", biased" : "", n, dtype_name(dtype));
+        const Tensor whole = e.poisoned(dtype, {n, total});
+        e.gpu.linear(x_n, w_all, c.biased ? &b_all : nullptr, whole);
+        const std::vector<float> whole_values = floats(whole);
+        // run(back_to_back, mixed_dtypes): the parts' outputs after one linear_group.
+        auto run = [&](bool back_to_back, bool mixed_dtypes) {
+          std::vector<Tensor> weights, biases;
+          std::vector<LinearPart> parts;
+          for (size_t p = 0, begin = 0; p < c.rows.size(); begin += c.rows[p++]) {
+            weights.push_back(back_to_back ? w_all.rows(begin, c.rows[p]) : w_apart[p]);
+            biases.push_back(back_to_back ? b_all.rows(begin, c.rows[p]) : b_apart[p]);
+          }
+          for (size_t p = 0; p < c.rows.size(); ++p) {
+            const DType part_dtype = mixed_dtypes && p == 1 ? (dtype == DType::kF32 ? DType::kBF16 : DType::kF32)
+                                                            : dtype;
+            parts.push_back({&weights[p], c.biased ? &biases[p] : nullptr, e.poisoned(part_dtype, {n, c.rows[p]})});
+          }
+          e.gpu.linear_group(x_n, parts);
+          std::vector<std::vector<float>> outs;
+          for (const LinearPart& part : parts) outs.push_back(floats(part.out));
+          return outs;
+        };
+        const auto grouped = run(true, false), apart = run(false, false), mixed = run(true, true);
+        for (size_t p = 0, begin = 0; p < c.rows.size(); begin += c.rows[p++]) {
+          const std::string part = fmt::format("{}, part {}", what, p);
+          EXPECT_LE(relative_error(grouped[p], columns(ref, n, total, begin, c.rows[p])), kTolerance) << part;
+          const Tensor own = e.poisoned(dtype, {n, c.rows[p]});
+          e.gpu.linear(x_n, w_apart[p], c.biased ? &b_apart[p] : nullptr, own);
+          const std::vector<float> own_values = floats(own);
+          if (n <= cuda::kSmallNMaxRows)
+            EXPECT_EQ(grouped[p], columns(whole_values, n, total, begin, c.rows[p])) << part;
+          else
+            EXPECT_EQ(grouped[p], own_values) << part;
+          EXPECT_EQ(apart[p], own_values) << part << ", in separate allocations";
+          if (p != 1) EXPECT_EQ(mixed[p], own_values) << part << ", outputs of two dtypes";
+        }
+      }
     }
   }
 }

@@ -12,12 +12,14 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "attention/cuda/attention_backend.h"
 #include "backend/backend.h"
+#include "backend/cuda/linear_outputs.h"
 
 namespace fg {
 
@@ -90,6 +92,9 @@ class CudaBackend final : public Backend {
   void add_rms_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
                     const Tensor& out) override;
   void linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) override;
+  // One matmul where the parts' weights (and biases, if any) lie back to back and their outputs
+  // share a dtype; otherwise one linear per part (cuda_linear.cpp).
+  void linear_group(const Tensor& x, const std::vector<LinearPart>& parts) override;
   void head_rms_norm(const Tensor& x, const Tensor& weight, float eps) override;
   void rope_and_cache_write(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
                             const Tensor& slot_mapping, const Tensor& rope_cos_sin,
@@ -112,9 +117,13 @@ class CudaBackend final : public Backend {
   void linear_with(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out);
 
  private:
+  // A checked linear of weight [out_features, in] (the parts' weights back to back, for a group)
+  // into `outputs` by `path`; cuBLASLt runs each part on its own (run_parts_apart).
+  void run_linear(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias,
+                  const cuda::LinearOutputs& outputs, DType out_dtype, const std::function<void()>& run_parts_apart);
   // One launch of a small-n kernel (path kSmallN, kSmallNDirect or kSmallNStreamed) over n <= 16 rows.
-  void launch_small_n(LinearPath path, const void* x, const void* weight, const void* bias, void* out, bool out_f32,
-                      int64_t n, int64_t in, int64_t out_features);
+  void launch_small_n(LinearPath path, const void* x, const void* weight, const void* bias,
+                      const cuda::LinearOutputs& out, bool out_f32, int64_t n, int64_t in, int64_t out_features);
 
   int device_ = 0;
   int sm_count_ = 0;

@@ -1,6 +1,6 @@
-// backend/cuda/cuda_linear.cpp — CudaBackend's linear: argument checks, then a small-n kernel
-// or cuBLASLt by the bucket rule (a pure function of n and the configured buckets, so an eager
-// run of n rows uses the implementation and algorithm of the graph that holds n).
+// backend/cuda/cuda_linear.cpp — CudaBackend's linear and linear_group: argument checks, then a
+// small-n kernel or cuBLASLt by the bucket rule (a pure function of n and the configured buckets,
+// so an eager run of n rows uses the implementation and algorithm of the graph that holds n).
 #include <algorithm>
 #include <climits>
 
@@ -12,12 +12,9 @@
 
 namespace fg {
 
-void CudaBackend::linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) {
-  linear_with(LinearPath::kAuto, x, weight, bias, out);
-}
+namespace {
 
-void CudaBackend::linear_with(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias,
-                              const Tensor& out) {
+void check_linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) {
   cuda::require(x, DType::kBF16, "linear input");
   cuda::require_weight(weight, "linear weight");
   cuda::require_device(out, "linear output");
@@ -31,8 +28,7 @@ void CudaBackend::linear_with(LinearPath path, const Tensor& x, const Tensor& we
            weight.shape_string());
   FG_CHECK(in <= INT32_MAX && out_features <= INT32_MAX && n <= INT32_MAX, "cuda backend: linear {} x {} is too large",
            x.shape_string(), weight.shape_string());
-  const bool has_bias = bias != nullptr && bias->data != nullptr;
-  if (has_bias) {
+  if (bias != nullptr && bias->data != nullptr) {
     cuda::require_weight(*bias, "linear bias");
     FG_CHECK(bias->numel() == out_features, "cuda backend: linear bias {} for {} outputs", bias->shape_string(),
              out_features);
@@ -41,33 +37,107 @@ void CudaBackend::linear_with(LinearPath path, const Tensor& x, const Tensor& we
   cuda::require_aligned16(x, "linear input");
   cuda::require_aligned16(weight, "linear weight");
   cuda::require_aligned16(out, "linear output");
-  if (n == 0) return;
+}
 
-  const void* bias_data = has_bias ? bias->data : nullptr;
-  const bool out_f32 = out.dtype == DType::kF32;
+bool has_data(const Tensor* t) { return t != nullptr && t->data != nullptr; }
+
+// Whether `next` starts where `t` ends in memory.
+bool follows(const Tensor& t, const Tensor& next) {
+  return static_cast<const char*>(t.data) + t.nbytes() == next.data && t.dtype == next.dtype &&
+         t.device == next.device;
+}
+
+// Whether a group's parts can run as one matmul: at most LinearOutputs::kMaxParts of them, weights
+// of one width back to back, biases all absent or back to back, outputs of one dtype.
+bool fusable(const std::vector<LinearPart>& parts) {
+  if (parts.empty() || parts.size() > static_cast<size_t>(cuda::LinearOutputs::kMaxParts)) return false;
+  const bool biased = has_data(parts[0].bias);
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const LinearPart& part = parts[p];
+    if (part.weight->rank != 2 || has_data(part.bias) != biased || part.out.dtype != parts[0].out.dtype) return false;
+    if (p == 0) continue;
+    const LinearPart& before = parts[p - 1];
+    if (part.weight->dim(1) != before.weight->dim(1) || !follows(*before.weight, *part.weight)) return false;
+    if (biased && !follows(*before.bias, *part.bias)) return false;
+  }
+  return true;
+}
+
+// The rows of `first` and of every tensor that follows it, as one [rows, ...] tensor.
+Tensor spanning(const Tensor& first, int64_t rows) {
+  Tensor t = first;
+  t.shape[0] = rows;
+  return t;
+}
+
+}  // namespace
+
+void CudaBackend::linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) {
+  linear_with(LinearPath::kAuto, x, weight, bias, out);
+}
+
+void CudaBackend::linear_with(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias,
+                              const Tensor& out) {
+  check_linear(x, weight, bias, out);
+  run_linear(path, x, weight, bias, cuda::LinearOutputs::whole(out.data, weight.dim(0)), out.dtype, [&] {
+    gemm_->run(x.data, weight.data, has_data(bias) ? bias->data : nullptr, out.data, out.dtype == DType::kF32,
+               x.dim(0), x.dim(1), weight.dim(0), buckets_->of(x.dim(0)), stream_);
+  });
+}
+
+void CudaBackend::linear_group(const Tensor& x, const std::vector<LinearPart>& parts) {
+  if (!fusable(parts)) {
+    Backend::linear_group(x, parts);
+    return;
+  }
+  cuda::LinearOutputs outputs{};
+  int64_t rows = 0;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    check_linear(x, *parts[p].weight, parts[p].bias, parts[p].out);
+    outputs.data[p] = parts[p].out.data;
+    outputs.begin[p] = rows;
+    rows += parts[p].weight->dim(0);
+  }
+  outputs.begin[parts.size()] = rows;
+  outputs.parts = static_cast<int>(parts.size());
+  const Tensor weight = spanning(*parts[0].weight, rows);
+  const bool biased = has_data(parts[0].bias);
+  const Tensor bias = biased ? spanning(*parts[0].bias, rows) : Tensor{};
+  run_linear(LinearPath::kAuto, x, weight, biased ? &bias : nullptr, outputs, parts[0].out.dtype, [&] {
+    for (const LinearPart& part : parts) linear_with(LinearPath::kCublasLt, x, *part.weight, part.bias, part.out);
+  });
+}
+
+void CudaBackend::run_linear(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias,
+                             const cuda::LinearOutputs& outputs, DType out_dtype,
+                             const std::function<void()>& run_parts_apart) {
+  const int64_t n = x.dim(0), in = x.dim(1), out_features = weight.dim(0);
+  if (n == 0) return;
+  const void* bias_data = has_data(bias) ? bias->data : nullptr;
+  const bool out_f32 = out_dtype == DType::kF32;
   if (path == LinearPath::kAuto && batch_invariant_) {
     // The small-n kernels' arithmetic for a row depends on the weight's shape only (their n-side
     // fragments are independent rows), so groups of 16 rows give every row the same bits at any n.
-    const size_t out_row_bytes = static_cast<size_t>(out_features) * dtype_size(out.dtype);
     for (int64_t r = 0; r < n; r += cuda::kSmallNMaxRows) {
       launch_small_n(LinearPath::kSmallN, static_cast<const __nv_bfloat16*>(x.data) + r * in, weight.data, bias_data,
-                     static_cast<char*>(out.data) + static_cast<size_t>(r) * out_row_bytes, out_f32,
+                     outputs.from_row(r, static_cast<int64_t>(dtype_size(out_dtype))), out_f32,
                      std::min(cuda::kSmallNMaxRows, n - r), in, out_features);
     }
     return;
   }
   if (path == LinearPath::kAuto) path = buckets_->small_n(n) ? LinearPath::kSmallN : LinearPath::kCublasLt;
   if (path == LinearPath::kCublasLt) {
-    gemm_->run(x.data, weight.data, bias_data, out.data, out_f32, n, in, out_features, buckets_->of(n), stream_);
+    run_parts_apart();
     return;
   }
   FG_CHECK(n <= cuda::kSmallNMaxRows, "cuda backend: the small-n linear takes at most {} rows, got {}",
            cuda::kSmallNMaxRows, n);
-  launch_small_n(path, x.data, weight.data, bias_data, out.data, out_f32, n, in, out_features);
+  launch_small_n(path, x.data, weight.data, bias_data, outputs, out_f32, n, in, out_features);
 }
 
-void CudaBackend::launch_small_n(LinearPath path, const void* x, const void* weight, const void* bias, void* out,
-                                 bool out_f32, int64_t n, int64_t in, int64_t out_features) {
+void CudaBackend::launch_small_n(LinearPath path, const void* x, const void* weight, const void* bias,
+                                 const cuda::LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
+                                 int64_t out_features) {
   if (path == LinearPath::kSmallN)
     path = cuda::prefers_streamed_linear(out_features, in, sm_count_) ? LinearPath::kSmallNStreamed : LinearPath::kSmallNDirect;
   const auto* x16 = static_cast<const __nv_bfloat16*>(x);

@@ -121,10 +121,13 @@ struct LinearShape {
 
 std::vector<LinearShape> decode_linears(const ModelShape& m) {
   const int64_t q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
+  // qkv_proj and gate_up_proj: the spans the model runs as one matmul (Backend::linear_group).
   return {{"q_proj", q, m.hidden},
           {"k/v_proj", kv, m.hidden},
+          {"qkv_proj", q + 2 * kv, m.hidden},
           {"o_proj", m.hidden, q},
           {"gate/up_proj", m.intermediate, m.hidden},
+          {"gate_up_proj", 2 * m.intermediate, m.hidden},
           {"down_proj", m.hidden, m.intermediate},
           {"lm_head", m.vocab, m.hidden}};
 }
@@ -213,7 +216,8 @@ nlohmann::json bench_streamed_k_slices(CudaBackend& backend) {
          return s <= chunks && (s == 1 || s * tiles <= cuda::streamed_full_pass_units(sm_count));
        },
        [&](const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int64_t m, const LinearShape& shape, int s) {
-         streamed.run(x, w, nullptr, out, false, m, shape.in, shape.out_features, backend.stream(), s);
+         streamed.run(x, w, nullptr, cuda::LinearOutputs::whole(out, shape.out_features), false, m, shape.in,
+                      shape.out_features, backend.stream(), s);
        }});
 }
 
@@ -231,7 +235,8 @@ nlohmann::json bench_streamed_blocks_per_sm(CudaBackend& backend) {
        },
        [](const LinearShape&, int) { return true; },
        [&](const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int64_t m, const LinearShape& shape, int b) {
-         streamed.run(x, w, nullptr, out, false, m, shape.in, shape.out_features, backend.stream(), 0, b);
+         streamed.run(x, w, nullptr, cuda::LinearOutputs::whole(out, shape.out_features), false, m, shape.in,
+                      shape.out_features, backend.stream(), 0, b);
        },
        /*with_lm_heads=*/true});
 }
@@ -245,7 +250,8 @@ nlohmann::json bench_direct_warps(CudaBackend& backend) {
        [&](const LinearShape& shape, int64_t) { return cuda::small_n_linear_warps(shape.out_features, sm_count); },
        [](const LinearShape&, int) { return true; },
        [&](const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int64_t m, const LinearShape& shape, int warps) {
-         cuda::launch_small_n_linear(x, w, nullptr, out, false, m, shape.in, shape.out_features, warps,
+         cuda::launch_small_n_linear(x, w, nullptr, cuda::LinearOutputs::whole(out, shape.out_features), false, m,
+                                     shape.in, shape.out_features, warps,
                                      backend.stream());
        }});
 }
@@ -255,7 +261,7 @@ nlohmann::json bench_linears(CudaBackend& backend, double copy_gbps) {
   fmt::print("\nDecode matmuls (weight bytes / time; % of copy bandwidth {:.0f} GB/s). direct = small_n_linear,\n"
              "streamed = streamed_linear; ours = the one the shape rule picks (*), against cuBLASLt.\n",
              copy_gbps);
-  fmt::print("{:<14} {:<10} {:>7} {:>7} {:>3} | {:>8} {:>5} | {:>8} {:>5} | {:>9} {:>5} | {:>6}\n", "model", "matmul",
+  fmt::print("{:<14} {:<12} {:>7} {:>7} {:>3} | {:>8} {:>5} | {:>8} {:>5} | {:>9} {:>5} | {:>6}\n", "model", "matmul",
              "out", "in", "M", "direct", "%", "streamed", "%", "cublas us", "%", "ours/lt");
   for (const ModelShape& m : model_shapes()) {
     for (const LinearShape& shape : decode_linears(m)) {
@@ -280,7 +286,7 @@ nlohmann::json bench_linears(CudaBackend& backend, double copy_gbps) {
           pct[p] = 100 * (weight_bytes / (us[p] * 1e-6) / 1e9) / copy_gbps;
         }
         const double ours_us = streamed ? us[1] : us[0];
-        fmt::print("{:<14} {:<10} {:>7} {:>7} {:>3} | {:>7.2f}{} {:>4.0f}% | {:>7.2f}{} {:>4.0f}% | {:>9.2f} {:>4.0f}% | {:>5.2f}x\n",
+        fmt::print("{:<14} {:<12} {:>7} {:>7} {:>3} | {:>7.2f}{} {:>4.0f}% | {:>7.2f}{} {:>4.0f}% | {:>9.2f} {:>4.0f}% | {:>5.2f}x\n",
                    m.name, name, out_features, in, rows_m, us[0], streamed ? ' ' : '*', pct[0], us[1],
                    streamed ? '*' : ' ', pct[1], us[2], pct[2], us[2] / ours_us);
         rows.push_back({{"model", m.name}, {"matmul", name}, {"out", out_features}, {"in", in}, {"m", rows_m},

@@ -73,7 +73,7 @@ template <bool kUpperHalf, int kStages, int kGroup, typename OutT>
 __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const bf16* __restrict__ x,
                                                                       const bf16* __restrict__ w,
                                                                       const bf16* __restrict__ bias,
-                                                                      OutT* __restrict__ out, int n, int in,
+                                                                      const LinearOutputs out, int n, int in,
                                                                       int out_features) {
   __shared__ float partial[kMaxWarps][4][32];  // [warp][accumulator][lane]
   extern __shared__ uint4 ring[];              // [warp][stage][kGroup][lane] when kStages > 0
@@ -179,12 +179,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const
     const int token = g + (i >> 1) * 8, row = row0 + 2 * t + (i & 1);
     if (token >= n || row >= out_features) continue;
     if (bias != nullptr) sum += __bfloat162float(bias[row]);
-    store(out + static_cast<int64_t>(token) * out_features + row, sum);
+    store(out.at<OutT>(token, row), sum);
   }
 }
 
 template <bool kUpperHalf, int kStages, int kGroup, typename OutT>
-void launch_typed(const bf16* x, const bf16* w, const bf16* bias, void* out, int64_t n, int64_t in,
+void launch_typed(const bf16* x, const bf16* w, const bf16* bias, const LinearOutputs& out, int64_t n, int64_t in,
                   int64_t out_features, int warps, cudaStream_t stream) {
   const int64_t blocks = (out_features + kRowsPerBlock - 1) / kRowsPerBlock;
   const int ring_bytes = warps * kStages * kGroup * 32 * static_cast<int>(sizeof(uint4));
@@ -192,13 +192,13 @@ void launch_typed(const bf16* x, const bf16* w, const bf16* bias, void* out, int
   if (ring_bytes > 48 * 1024)
     FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
   launch_with_pdl(kernel, dim3(static_cast<unsigned>(blocks)), dim3(warps * 32), static_cast<size_t>(ring_bytes), stream,
-                  x, w, bias, static_cast<OutT*>(out), static_cast<int>(n), static_cast<int>(in),
+                  x, w, bias, out, static_cast<int>(n), static_cast<int>(in),
                   static_cast<int>(out_features));
 }
 
 template <int kStages, int kGroup>
-void launch_pipeline(const bf16* x, const bf16* w, const bf16* bias, void* out, bool out_f32, int64_t n, int64_t in,
-                     int64_t out_features, int warps, cudaStream_t stream) {
+void launch_pipeline(const bf16* x, const bf16* w, const bf16* bias, const LinearOutputs& out, bool out_f32,
+                     int64_t n, int64_t in, int64_t out_features, int warps, cudaStream_t stream) {
   // The two instantiations per output type differ only in which token fragments can be non-zero.
   if (n > 8) {
     if (out_f32) launch_typed<true, kStages, kGroup, float>(x, w, bias, out, n, in, out_features, warps, stream);
@@ -228,8 +228,8 @@ int small_n_linear_warps(int64_t out_features, int sm_count) {
   return warps;
 }
 
-void launch_small_n_linear(const bf16* x, const bf16* w, const bf16* bias, void* out, bool out_f32, int64_t n,
-                           int64_t in, int64_t out_features, int warps, cudaStream_t stream) {
+void launch_small_n_linear(const bf16* x, const bf16* w, const bf16* bias, const LinearOutputs& out, bool out_f32,
+                           int64_t n, int64_t in, int64_t out_features, int warps, cudaStream_t stream) {
   if (n == 0 || out_features == 0) return;
   // One-warp blocks (grids of several waves, e.g. an LM head) hit the limit of resident blocks
   // per SM before the register file: there the cp.async ring keeps 3 groups per warp in flight

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "backend/cuda/linear_outputs.h"
+
 namespace fg::cuda {
 
 // The most token rows the small-n kernel takes (the m16 side of one tensor-core tile).
@@ -21,11 +23,12 @@ int small_n_linear_warps(int64_t out_features, int sm_count);
 
 // out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]), fp32 accumulation, bias added in fp32, one
 // rounding to the output type. x [n, in] BF16 with 1 <= n <= 16; w [out_features, in] BF16;
-// bias [out_features] BF16 or null; out [n, out_features] F32 when out_f32, else BF16.
-// in % 8 == 0 and x, w 16-byte aligned. Each output's arithmetic is the same for every n.
-void launch_small_n_linear(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, void* out,
-                           bool out_f32, int64_t n, int64_t in, int64_t out_features, int warps,
-                           cudaStream_t stream);
+// bias [out_features] BF16 or null; out: the [n, out_features] outputs, F32 when out_f32, else
+// BF16, in one tensor or split by columns (linear_outputs.h). in % 8 == 0 and x, w 16-byte
+// aligned. Each output's arithmetic is the same for every n and every split of the outputs.
+void launch_small_n_linear(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
+                           const LinearOutputs& out, bool out_f32, int64_t n, int64_t in, int64_t out_features,
+                           int warps, cudaStream_t stream);
 
 // out[i, j] += bias[j] in fp32. out [n, out_features] F32, bias [out_features] BF16.
 void launch_add_bias_f32(float* out, const __nv_bfloat16* bias, int64_t n, int64_t out_features,

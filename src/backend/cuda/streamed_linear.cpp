@@ -78,8 +78,8 @@ StreamedLinear::~StreamedLinear() {
   cudaFree(arrivals_);
 }
 
-void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, void* out,
-                         bool out_f32, int64_t n, int64_t in, int64_t out_features, cudaStream_t stream,
+void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
+                         const LinearOutputs& out, bool out_f32, int64_t n, int64_t in, int64_t out_features, cudaStream_t stream,
                          int k_slices, int blocks_per_sm) {
   if (n == 0 || out_features == 0) return;
   if (k_slices == 0) k_slices = streamed_k_slices(out_features, in, sm_count_);

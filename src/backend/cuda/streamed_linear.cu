@@ -168,7 +168,7 @@ template <bool kUpperHalf, typename OutT>
 __global__ void __launch_bounds__(kThreads, 2)
     streamed_linear_kernel(const __grid_constant__ CUtensorMap weights, const __grid_constant__ CUtensorMap tokens,
                            const __grid_constant__ CUtensorMap pass_weights, const bf16* __restrict__ bias,
-                           OutT* __restrict__ out, int n, int in, int out_features, int64_t tiles_total, int k_slices,
+                           const LinearOutputs out, int n, int in, int out_features, int64_t tiles_total, int k_slices,
                            float* slice_sums, int* arrivals, int pass_tiles, int stages) {
   extern __shared__ __align__(1024) unsigned char shared[];
   auto* partial = reinterpret_cast<float(*)[kPassTiles][4][32]>(shared);  // [warp][tile][acc][lane]
@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (token >= n || row >= out_features) continue;
       float value = sum[i];
       if (bias != nullptr) value += __bfloat162float(bias[row]);
-      store(out + static_cast<int64_t>(token) * out_features + row, value);
+      store(out.at<OutT>(token, row), value);
     }
   };
   int item = 0;
@@ -368,15 +368,15 @@ void set_shared_limit() {
 
 template <bool kUpperHalf, typename OutT>
 void launch_typed(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
-                  const bf16* bias, void* out, int n, int in, int out_features, int64_t tiles, int k_slices,
+                  const bf16* bias, const LinearOutputs& out, int n, int in, int out_features, int64_t tiles,
+                  int k_slices,
                   float* slice_sums, int* arrivals, int blocks, int pass_tiles, int stages, int shared_bytes,
                   cudaStream_t stream) {
   // PDL: the kernel may start while the previous one in the stream drains (it waits for it before
   // touching the tokens, the output or the slice sums).
   launch_with_pdl(streamed_linear_kernel<kUpperHalf, OutT>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
-                  static_cast<size_t>(shared_bytes), stream, weights, tokens, pass_weights, bias,
-                  static_cast<OutT*>(out), n, in, out_features, tiles, k_slices, slice_sums, arrivals, pass_tiles,
-                  stages);
+                  static_cast<size_t>(shared_bytes), stream, weights, tokens, pass_weights, bias, out, n, in,
+                  out_features, tiles, k_slices, slice_sums, arrivals, pass_tiles, stages);
 }
 
 }  // namespace
@@ -403,8 +403,8 @@ StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm
 }
 
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
-                            const bf16* bias, void* out, bool out_f32, int64_t n, int64_t in, int64_t out_features,
-                            int k_slices, StreamedGrid grid, float* slice_sums, int* arrivals,
+                            const bf16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
+                            int64_t out_features, int k_slices, StreamedGrid grid, float* slice_sums, int* arrivals,
                             cudaStream_t stream) {
   if (n == 0 || out_features == 0) return;
   const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;

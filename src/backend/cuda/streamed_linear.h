@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "backend/cuda/linear_outputs.h"
+
 namespace fg::cuda {
 
 // The boxes of the tensor copies: kStreamedBoxRows weight rows (a tensor-core tile), or the n <=
@@ -50,18 +52,6 @@ inline int streamed_k_slices(int64_t out_features, int64_t in, int sm_count) {
   return static_cast<int>(std::clamp<int64_t>(half / tiles, 1, chunks));
 }
 
-// Whether a weight of this shape takes the streamed kernel rather than the direct one
-// (small_n_linear.h) on a device of sm_count SMs (measured: bench/RESULTS.md, 2026-11-30 sessions
-// 3 and 4):
-// - when each of the 2 x sm_count blocks gets about 4 tiles of 8 rows or more (on an H200, 7920
-//   rows: the LM heads and the gate/up of both Llama shapes), where it reads at 77-101% of the
-//   copy bandwidth;
-// - or when its rows are long (in >= 8192) and it holds 32 MB or more (the down_proj of both
-//   shapes), cut into slices of k: there the direct kernel falls to 59% (1B) and 80% (8B) of copy
-//   at M = 16, and the streamed one holds 65% and 88%. It gives up a little at M = 1 on the 1B
-//   down_proj (11.4 us against the direct kernel's 10.8; cuBLASLt 12.8). The 8B q/o_proj (32 MB,
-//   k = 4096) stay direct: 10.7 us against 11.3 at M = 1.
-// A function of the shape and device alone, so graph and eager runs of any n pick the same kernel.
 // The streamed kernel's blocks per SM: 2, or 1 when n > 8 and 2 per SM would leave passes of half
 // kStreamedPassTiles or fewer. Above 8 rows a stage's token chunk is 16 rows (8 KB), half the bytes
 // of a 4-tile pass's weights, and every block reads it again from L2; one block per SM, with passes
@@ -77,16 +67,34 @@ inline int streamed_blocks_per_sm(int64_t out_features, int k_slices, int64_t n,
   return n > 8 && short_passes ? 1 : kStreamedBlocksPerSm;
 }
 
+// Whether a weight of this shape takes the streamed kernel rather than the direct one
+// (small_n_linear.h) on a device of sm_count SMs (measured: bench/RESULTS.md, 2026-11-30 sessions
+// 3 and 4):
+// - when each of the 2 x sm_count blocks gets about 4 tiles of 8 rows or more (on an H200, 7920
+//   rows: the LM heads and the gate/up of both Llama shapes), where it reads at 77-101% of the
+//   copy bandwidth;
+// - or when its rows are long (in >= 8192) and it holds 32 MB or more (the down_proj of both
+//   shapes), cut into slices of k: there the direct kernel falls to 59% (1B) and 80% (8B) of copy
+//   at M = 16, and the streamed one holds 65% and 88%. It gives up a little at M = 1 on the 1B
+//   down_proj (11.4 us against the direct kernel's 10.8; cuBLASLt 12.8). The 8B q/o_proj (32 MB,
+//   k = 4096) stay direct: 10.7 us against 11.3 at M = 1;
+// - or when it holds 48 MB or more: the 8B q/k/v run as one matmul (6144 x 4096), 14.9 / 15.3 us
+//   at M = 1 / 16 against the direct kernel's 16.2 / 18.2 (cuBLASLt 15.1 / 15.4; 2026-12-01,
+//   session 5).
+// A function of the shape and device alone, so graph and eager runs of any n pick the same kernel.
 inline bool prefers_streamed_linear(int64_t out_features, int64_t in, int sm_count) {
   constexpr int64_t kMinSplitElements = int64_t{16} << 20;  // 32 MB of BF16
-  return out_features >= int64_t{60} * sm_count || (in >= 8192 && out_features * in >= kMinSplitElements);
+  constexpr int64_t kMinLargeElements = int64_t{24} << 20;  // 48 MB of BF16
+  return out_features >= int64_t{60} * sm_count || (in >= 8192 && out_features * in >= kMinSplitElements) ||
+         out_features * in >= kMinLargeElements;
 }
 
 // out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]), fp32 accumulation, bias added in fp32, one
 // rounding to the output type. x [n, in] BF16 with 1 <= n <= 16, rows contiguous; w
-// [out_features, in] BF16; bias [out_features] BF16 or null; out [n, out_features] F32 when
-// out_f32, else BF16. in % 8 == 0, x and w 16-byte aligned. Each output's arithmetic depends on
-// `in` and the slice count alone: every n gives the same bits for a row.
+// [out_features, in] BF16; bias [out_features] BF16 or null; out: the [n, out_features] outputs,
+// F32 when out_f32, else BF16, in one tensor or split by columns (linear_outputs.h). in % 8 == 0,
+// x and w 16-byte aligned. Each output's arithmetic depends on `in` and the slice count alone:
+// every n (and every split of the outputs) gives the same bits for a row.
 //
 // Holds the tensor maps of each weight and each token buffer (address and n) it has run, made on
 // first use: host work only, so a run inside a graph capture may make one, and the graph keeps
@@ -103,8 +111,8 @@ class StreamedLinear {
   // k_slices 0 takes streamed_k_slices(); any other value (1 .. the chunks of k, with k_slices x
   // tiles <= streamed_full_pass_units when more than 1) is for tests and benchmarks.
   // blocks_per_sm 0 takes streamed_blocks_per_sm(); 1 or 2 is for tests and benchmarks.
-  void run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, void* out, bool out_f32,
-           int64_t n, int64_t in, int64_t out_features, cudaStream_t stream, int k_slices = 0,
+  void run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, const LinearOutputs& out,
+           bool out_f32, int64_t n, int64_t in, int64_t out_features, cudaStream_t stream, int k_slices = 0,
            int blocks_per_sm = 0);
 
  private:
@@ -135,7 +143,7 @@ StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm
 // all 0 between launches), both unused when k_slices is 1; grid = streamed_grid(out_features,
 // k_slices, SMs). Same contract as StreamedLinear::run.
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
-                            const __nv_bfloat16* bias, void* out, bool out_f32, int64_t n, int64_t in,
+                            const __nv_bfloat16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
                             int64_t out_features, int k_slices, StreamedGrid grid, float* slice_sums,
                             int* arrivals, cudaStream_t stream);
 
