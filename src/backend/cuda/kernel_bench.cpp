@@ -329,13 +329,16 @@ ModelWeights random_weights(CudaBackend& backend, const ModelConfig& c) {
   for (int64_t l = 0; l < c.num_layers; ++l) {
     LayerWeights L;
     L.input_norm = norm(c.hidden_size);
-    L.q_proj = matrix(c.q_size(), c.hidden_size);
-    L.k_proj = matrix(c.kv_size(), c.hidden_size);
-    L.v_proj = matrix(c.kv_size(), c.hidden_size);
+    // q/k/v and gate/up back to back, as the model loader places them (one matmul each).
+    const Tensor qkv = matrix(c.q_size() + 2 * c.kv_size(), c.hidden_size);
+    L.q_proj = qkv.rows(0, c.q_size());
+    L.k_proj = qkv.rows(c.q_size(), c.kv_size());
+    L.v_proj = qkv.rows(c.q_size() + c.kv_size(), c.kv_size());
     L.o_proj = matrix(c.hidden_size, c.q_size());
     L.post_attention_norm = norm(c.hidden_size);
-    L.gate_proj = matrix(c.intermediate_size, c.hidden_size);
-    L.up_proj = matrix(c.intermediate_size, c.hidden_size);
+    const Tensor gate_up = matrix(2 * c.intermediate_size, c.hidden_size);
+    L.gate_proj = gate_up.rows(0, c.intermediate_size);
+    L.up_proj = gate_up.rows(c.intermediate_size, c.intermediate_size);
     L.down_proj = matrix(c.hidden_size, c.intermediate_size);
     w.layers.push_back(L);
   }
