@@ -27,6 +27,7 @@
 #include "attention/cuda/flash_attention_kernels.h"
 #include "attention/cuda/flash_attention_mma.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace fg::attn {
 namespace {
@@ -104,6 +105,10 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
   constexpr uint32_t kStageBytes = kBN * HD * 2;
   constexpr int kS = kBN / 8;                       // 8-column score tiles per warp and KV tile
   extern __shared__ __align__(128) unsigned char smem[];
+  // PDL: the next kernel may launch now; this grid waits for the previous one first, before any
+  // early exit, so that its completion implies that grid's.
+  fg::cuda::allow_dependent_grids();
+  fg::cuda::wait_for_prerequisite_grids();
 
   const int group = p.num_heads / p.num_kv_heads;
   const int kv_head = blockIdx.y;
@@ -252,8 +257,7 @@ void launch(const FlashParams& p, cudaStream_t stream) {
   const int64_t tiles = (static_cast<int64_t>(p.num_tokens) * group + kBM - 1) / kBM + p.num_reqs;
   if (tiles == 0) return;  // an empty step (a shape, so the same decision eager and captured)
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(p.num_kv_heads));
-  flash_attention_kernel<HD><<<grid, kFlashThreads, flash_smem_bytes<HD>(), stream>>>(p);
-  FG_CUDA_CHECK(cudaGetLastError());
+  fg::cuda::launch_with_pdl(flash_attention_kernel<HD>, grid, dim3(kFlashThreads), flash_smem_bytes<HD>(), stream, p);
 }
 
 }  // namespace

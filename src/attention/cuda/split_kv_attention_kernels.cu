@@ -15,6 +15,7 @@
 #include "attention/cuda/flash_attention_mma.h"
 #include "attention/cuda/split_kv_attention_kernels.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace fg::attn {
 namespace {
@@ -54,6 +55,10 @@ __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKv
   constexpr uint32_t kStageBytes = kBN * HD * 2;
   constexpr int kPitch = HD + 8;
   extern __shared__ __align__(128) unsigned char smem[];
+  // PDL: the combine kernel may launch now; this grid waits for the previous one (rope and the
+  // cache write) first, before any early exit, so that its completion implies that grid's.
+  fg::cuda::allow_dependent_grids();
+  fg::cuda::wait_for_prerequisite_grids();
 
   const int split = blockIdx.x, req = blockIdx.y;
   const int kv_head = blockIdx.z / row_groups, m0 = (blockIdx.z % row_groups) * kRows;
@@ -216,6 +221,8 @@ __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKv
 // One warp per query token of request blockIdx.x, query head blockIdx.y; lane s holds split s.
 __global__ void __launch_bounds__(32 * kSplitKvMaxQueryLen) split_kv_combine_kernel(const SplitKvParams p,
                                                                                     int row_groups) {
+  fg::cuda::allow_dependent_grids();  // PDL, as in split_kv_kernel
+  fg::cuda::wait_for_prerequisite_grids();
   const int req = blockIdx.x, head = blockIdx.y;
   RequestView v;
   if (!view_request(p, req, v) || v.plan.num_splits <= 1) return;
@@ -262,8 +269,8 @@ template <int HD>
 void launch(const SplitKvParams& p, int row_groups, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.max_splits), static_cast<unsigned>(p.num_reqs),
                   static_cast<unsigned>(p.num_kv_heads * row_groups));
-  split_kv_kernel<HD><<<grid, kSplitKvThreads, split_kv_smem_bytes(HD), stream>>>(p, row_groups);
-  FG_CUDA_CHECK(cudaGetLastError());
+  fg::cuda::launch_with_pdl(split_kv_kernel<HD>, grid, dim3(kSplitKvThreads), split_kv_smem_bytes(HD), stream, p,
+                            row_groups);
 }
 
 }  // namespace
@@ -286,8 +293,7 @@ void launch_split_kv_attention(const SplitKvParams& p, cudaStream_t stream) {
     default: FG_CUDA_CHECK(cudaErrorInvalidValue);  // refused at construction
   }
   const dim3 grid(static_cast<unsigned>(p.num_reqs), static_cast<unsigned>(p.num_heads));
-  split_kv_combine_kernel<<<grid, 32 * kSplitKvMaxQueryLen, 0, stream>>>(p, row_groups);
-  FG_CUDA_CHECK(cudaGetLastError());
+  fg::cuda::launch_with_pdl(split_kv_combine_kernel, grid, dim3(32 * kSplitKvMaxQueryLen), 0, stream, p, row_groups);
 }
 
 }  // namespace fg::attn

@@ -15,6 +15,7 @@ namespace {
 __global__ void __launch_bounds__(256) silu_mul_kernel(const uint4* __restrict__ gate, const uint4* __restrict__ up,
                                                        uint4* __restrict__ out, int64_t vecs) {
   allow_dependent_grids();  // the down projection (PDL) may start fetching its weights
+  wait_for_prerequisite_grids();  // this kernel is launched with PDL too
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < vecs;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float g[8], u[8], o[8];
@@ -34,9 +35,9 @@ void launch_silu_mul(const bf16* gate, const bf16* up, bf16* out, int64_t count,
   const int64_t vecs = count / 8;
   // Enough blocks to fill the device several times over; the loop covers the rest.
   const int64_t blocks = std::min<int64_t>((vecs + kThreads - 1) / kThreads, 65536);
-  silu_mul_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      reinterpret_cast<const uint4*>(gate), reinterpret_cast<const uint4*>(up), reinterpret_cast<uint4*>(out), vecs);
-  FG_CUDA_CHECK(cudaGetLastError());
+  launch_with_pdl(silu_mul_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
+                  reinterpret_cast<const uint4*>(gate), reinterpret_cast<const uint4*>(up),
+                  reinterpret_cast<uint4*>(out), vecs);
 }
 
 }  // namespace fg::cuda

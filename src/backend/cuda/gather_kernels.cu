@@ -1,6 +1,7 @@
 // backend/cuda/gather_kernels.cu — the row gather: one block per output row, 16-byte copies.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gather_kernels.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace fg::cuda {
 
@@ -10,6 +11,8 @@ __global__ void __launch_bounds__(256) gather_rows_kernel(const uint4* __restric
                                                           const int32_t* __restrict__ indices,
                                                           uint4* __restrict__ out, int64_t num_src_rows,
                                                           int64_t row_vecs) {
+  allow_dependent_grids();  // PDL: the next kernel may launch; it waits for this grid
+  wait_for_prerequisite_grids();
   const int64_t row = blockIdx.x;
   const int64_t index = indices[row];
   const int64_t from = index < 0 ? 0 : (index >= num_src_rows ? num_src_rows - 1 : index);
@@ -25,9 +28,8 @@ void launch_gather_rows(const void* src, const int32_t* indices, void* out, int6
   if (num_indices == 0) return;
   const int64_t row_vecs = row_bytes / 16;
   const int threads = row_vecs >= 256 ? 256 : static_cast<int>(((row_vecs + 31) / 32) * 32);
-  gather_rows_kernel<<<static_cast<unsigned>(num_indices), threads, 0, stream>>>(
-      static_cast<const uint4*>(src), indices, static_cast<uint4*>(out), num_src_rows, row_vecs);
-  FG_CUDA_CHECK(cudaGetLastError());
+  launch_with_pdl(gather_rows_kernel, dim3(static_cast<unsigned>(num_indices)), dim3(threads), 0, stream,
+                  static_cast<const uint4*>(src), indices, static_cast<uint4*>(out), num_src_rows, row_vecs);
 }
 
 }  // namespace fg::cuda

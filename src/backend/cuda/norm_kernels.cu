@@ -19,9 +19,10 @@ __global__ void __launch_bounds__(1024) rms_norm_kernel(const bf16* __restrict__
                                                         const bf16* __restrict__ weight, float eps,
                                                         bf16* __restrict__ out, int hidden) {
   __shared__ float scratch[32];
-  // The matmul that follows a norm (the streamed linear, launched with PDL) may start fetching its
-  // weights now; it waits for this grid before reading the normed rows.
+  // PDL: the matmul that follows a norm may start fetching its weights now (it waits for this grid
+  // before reading the normed rows); this grid waits for the previous one before anything else.
   allow_dependent_grids();
+  wait_for_prerequisite_grids();
   const int64_t row = blockIdx.x;
   const int vecs = hidden / 8;
   const uint4* x_row = reinterpret_cast<const uint4*>(x + row * hidden);
@@ -64,6 +65,8 @@ __global__ void __launch_bounds__(1024) rms_norm_kernel(const bf16* __restrict__
 // butterfly stays inside it. Every lane runs the shuffles, also past the last row.
 __global__ void __launch_bounds__(256) head_rms_norm_kernel(bf16* __restrict__ x, const bf16* __restrict__ weight,
                                                             float eps, int64_t rows, int head_dim) {
+  allow_dependent_grids();  // PDL, as in rms_norm_kernel
+  wait_for_prerequisite_grids();
   const int group = head_dim / 8;
   const int64_t thread = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t row = thread / group;
@@ -98,9 +101,8 @@ template <bool kAddResidual>
 void launch_row_norm(const bf16* x, bf16* residual, const bf16* weight, float eps, bf16* out, int64_t rows,
                      int64_t hidden, cudaStream_t stream) {
   if (rows == 0) return;
-  rms_norm_kernel<kAddResidual><<<static_cast<unsigned>(rows), row_threads(hidden), 0, stream>>>(
-      x, residual, weight, eps, out, static_cast<int>(hidden));
-  FG_CUDA_CHECK(cudaGetLastError());
+  launch_with_pdl(rms_norm_kernel<kAddResidual>, dim3(static_cast<unsigned>(rows)), dim3(row_threads(hidden)), 0,
+                  stream, x, residual, weight, eps, out, static_cast<int>(hidden));
 }
 
 }  // namespace
@@ -120,9 +122,8 @@ void launch_head_rms_norm(bf16* x, const bf16* weight, float eps, int64_t rows, 
   if (rows == 0) return;
   constexpr int kThreads = 256;
   const int64_t threads = rows * (head_dim / 8);
-  head_rms_norm_kernel<<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      x, weight, eps, rows, static_cast<int>(head_dim));
-  FG_CUDA_CHECK(cudaGetLastError());
+  launch_with_pdl(head_rms_norm_kernel, dim3(static_cast<unsigned>((threads + kThreads - 1) / kThreads)),
+                  dim3(kThreads), 0, stream, x, weight, eps, rows, static_cast<int>(head_dim));
 }
 
 }  // namespace fg::cuda

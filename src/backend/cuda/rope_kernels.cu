@@ -4,6 +4,7 @@
 // DESIGN.md's contract says its slot is -1 and nothing may be written for it).
 #include "backend/cuda/bf16_vec.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/rope_kernels.h"
 
 namespace fg::cuda {
@@ -18,6 +19,8 @@ __global__ void __launch_bounds__(256) rope_cache_kernel(bf16* __restrict__ q, b
                                                          bf16* __restrict__ k_cache, bf16* __restrict__ v_cache,
                                                          int num_heads, int num_kv_heads, int head_dim,
                                                          int max_positions, int64_t num_slots) {
+  allow_dependent_grids();  // PDL: the attention kernel may launch; it waits for this grid
+  wait_for_prerequisite_grids();
   const int64_t token = blockIdx.x;
   const int pos = min(max(positions[token], 0), max_positions - 1);
   const int64_t slot = slot_mapping[token];
@@ -72,10 +75,9 @@ void launch_rope_and_cache_write(bf16* q, bf16* k, const bf16* v, const int32_t*
   if (n == 0) return;
   const int rot_items = (num_heads + num_kv_heads) * (head_dim / 16);
   const int threads = rot_items >= 256 ? 256 : ((rot_items + 31) / 32) * 32;
-  rope_cache_kernel<<<static_cast<unsigned>(n), threads, 0, stream>>>(
-      q, k, v, positions, slot_mapping, cos_sin, k_cache, v_cache, num_heads, num_kv_heads, head_dim,
-      static_cast<int>(max_positions), num_slots);
-  FG_CUDA_CHECK(cudaGetLastError());
+  launch_with_pdl(rope_cache_kernel, dim3(static_cast<unsigned>(n)), dim3(threads), 0, stream, q, k, v, positions,
+                  slot_mapping, cos_sin, k_cache, v_cache, num_heads, num_kv_heads, head_dim,
+                  static_cast<int>(max_positions), num_slots);
 }
 
 }  // namespace fg::cuda
