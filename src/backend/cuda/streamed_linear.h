@@ -52,19 +52,22 @@ inline int streamed_k_slices(int64_t out_features, int64_t in, int sm_count) {
   return static_cast<int>(std::clamp<int64_t>(half / tiles, 1, chunks));
 }
 
-// The streamed kernel's blocks per SM: 2, or 1 when n > 8 and 2 per SM would leave passes of half
-// kStreamedPassTiles or fewer. Above 8 rows a stage's token chunk is 16 rows (8 KB), half the bytes
-// of a 4-tile pass's weights, and every block reads it again from L2; one block per SM, with passes
-// twice as long, halves those reads. Measured (bench/RESULTS.md, 2026-12-01 session 5, M = 16, one
-// block per SM against two): the 1B gate/up 9.9-10.1 us against 10.6 (cuBLASLt 10.2-10.3), the
-// 8B down_proj 31.0-31.6 against 31.4-32.0; with longer passes two are faster (8B gate/up, 7 tiles
-// a block: 29.9-30.4 against 29.7-30.1; the LM heads 2-3%), and so at M = 1 on every streamed shape.
+// The streamed kernel's blocks per SM: 2, or 1 for an unsplit weight (one slice of k) when n > 8
+// and 2 per SM would leave passes of half kStreamedPassTiles or fewer. Above 8 rows a stage's token
+// chunk is 16 rows (8 KB), half the bytes of a 4-tile pass's weights, and every block reads it
+// again from L2; one block per SM, with passes twice as long, halves those reads. Measured
+// (bench/RESULTS.md, 2026-12-01 session 5, M = 16, one block per SM against two, runs 7 and
+// 11-13): the 1B gate/up 9.7-10.6 us against 10.5-10.9 (cuBLASLt 10.2-10.5), the 8B q/k/v span
+// 15.3-15.4 against 15.4-15.6. Split weights keep two: the 1B down_proj (4 slices) took 12.6-12.7
+// us with one against 12.1-12.3 with two in three of the four runs; the 8B down_proj (2 slices)
+// gained 0-1.4% with one, too little to carry a rule. With longer passes two are faster (8B gate/up, 7 tiles a
+// block: 29.6-31.3 against 28.9-29.9; the LM heads 2-3%), and so at M = 1 on every streamed shape.
 // The grid moves no sum (see streamed_linear.cu), so a row's bits do not depend on this choice.
 inline int streamed_blocks_per_sm(int64_t out_features, int k_slices, int64_t n, int sm_count) {
   const int64_t units = (out_features + kStreamedBoxRows - 1) / kStreamedBoxRows * k_slices;
   const int64_t full_grid = int64_t{kStreamedBlocksPerSm} * sm_count;
   const bool short_passes = (units + full_grid - 1) / full_grid <= kStreamedPassTiles / 2;
-  return n > 8 && short_passes ? 1 : kStreamedBlocksPerSm;
+  return n > 8 && k_slices == 1 && short_passes ? 1 : kStreamedBlocksPerSm;
 }
 
 // Whether a weight of this shape takes the streamed kernel rather than the direct one
