@@ -5,6 +5,11 @@
 // allow_dependent_grids() or exited. It must call wait_for_prerequisite_grids() before it reads
 // anything the previous kernel writes, or writes anything it reads. Without the attribute both are
 // no-ops, so a kernel may call them whichever way it is launched.
+//
+// The wait covers the previous grid only. So that the chain stays ordered (a kernel may read what
+// a grid two back wrote), every block of a kernel launched with PDL waits before it exits, early
+// exits included: then a grid's completion implies its predecessor's. The decode chain's kernels
+// (linears, norms, RoPE + cache write, attention, SiLU-and-multiply, gathers) all are.
 #pragma once
 
 #include <cuda_runtime.h>
