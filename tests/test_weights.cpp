@@ -153,5 +153,30 @@ TEST(DummyWeights, AnyFixtureConfigRunsWithoutWeightsFile) {
   }
 }
 
+// The loader places each layer's q/k/v projections (and their biases) and its gate/up back to
+// back in memory, so that a backend can run each group as one matmul (Backend::linear_group).
+TEST(DummyWeights, PlaceEachLayersQkvAndGateUpBackToBack) {
+  CpuBackend backend(1);
+  auto follows = [](const Tensor& a, const Tensor& b) {
+    return a.as<const char>() + a.nbytes() == b.as<const char>();
+  };
+  int biased = 0;
+  for (const std::string& name : test::fixture_models()) {
+    LoadOptions options;
+    options.format = LoadFormat::kDummy;
+    LoadedModel loaded = load_model(test::model_fixture(name), options, backend);
+    for (size_t l = 0; l < loaded.weights.layers.size(); ++l) {
+      const LayerWeights& w = loaded.weights.layers[l];
+      EXPECT_TRUE(follows(w.q_proj, w.k_proj) && follows(w.k_proj, w.v_proj)) << name << ", layer " << l;
+      EXPECT_TRUE(follows(w.gate_proj, w.up_proj)) << name << ", layer " << l;
+      if (loaded.config.qkv_bias) {
+        EXPECT_TRUE(follows(w.q_bias, w.k_bias) && follows(w.k_bias, w.v_bias)) << name << ", layer " << l;
+      }
+    }
+    biased += loaded.config.qkv_bias ? 1 : 0;
+  }
+  EXPECT_GE(biased, 1) << "no fixture has q/k/v biases";
+}
+
 }  // namespace
 }  // namespace fg
