@@ -82,39 +82,6 @@ uint64_t hash_name(const std::string& name) {
   return h;
 }
 
-}  // namespace
-
-std::vector<WeightSpec> expected_weights(const ModelConfig& c) {
-  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
-  std::vector<WeightSpec> specs = {{"model.embed_tokens.weight", {V, H}}};
-  for (int64_t l = 0; l < c.num_layers; ++l) {
-    const std::string p = layer_prefix(l);
-    specs.push_back({p + "input_layernorm.weight", {H}});
-    specs.push_back({p + "self_attn.q_proj.weight", {c.q_size(), H}});
-    specs.push_back({p + "self_attn.k_proj.weight", {c.kv_size(), H}});
-    specs.push_back({p + "self_attn.v_proj.weight", {c.kv_size(), H}});
-    if (c.qkv_bias) {
-      specs.push_back({p + "self_attn.q_proj.bias", {c.q_size()}});
-      specs.push_back({p + "self_attn.k_proj.bias", {c.kv_size()}});
-      specs.push_back({p + "self_attn.v_proj.bias", {c.kv_size()}});
-    }
-    if (c.qk_norm) {
-      specs.push_back({p + "self_attn.q_norm.weight", {c.head_dim}});
-      specs.push_back({p + "self_attn.k_norm.weight", {c.head_dim}});
-    }
-    specs.push_back({p + "self_attn.o_proj.weight", {H, c.q_size()}});
-    specs.push_back({p + "post_attention_layernorm.weight", {H}});
-    specs.push_back({p + "mlp.gate_proj.weight", {I, H}});
-    specs.push_back({p + "mlp.up_proj.weight", {I, H}});
-    specs.push_back({p + "mlp.down_proj.weight", {H, I}});
-  }
-  specs.push_back({"model.norm.weight", {H}});
-  if (!c.tie_word_embeddings) specs.push_back({"lm_head.weight", {V, H}});
-  return specs;
-}
-
-namespace {
-
 // The matmuls a backend may run as one (Backend::linear_group): a layer's q/k/v projections, their
 // biases, and its gate/up projections. The key names the group within its layer; empty: none.
 std::string group_of(const std::string& name) {
@@ -141,11 +108,9 @@ class WeightPlacement {
     for (const WeightSpec& spec : expected_weights(config)) {
       const std::string group = group_of(spec.name);
       if (group.empty()) continue;
-      int64_t numel = 1;
-      for (int64_t d : spec.shape) numel *= d;
       Group& g = groups_[group];
       offsets_[spec.name] = g.numel;
-      g.numel += numel;
+      g.numel += spec.numel();
     }
   }
 
@@ -181,6 +146,36 @@ class WeightPlacement {
 };
 
 }  // namespace
+
+std::vector<WeightSpec> expected_weights(const ModelConfig& c) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  std::vector<WeightSpec> specs = {{"model.embed_tokens.weight", {V, H}}};
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = layer_prefix(l);
+    specs.push_back({p + "input_layernorm.weight", {H}});
+    specs.push_back({p + "self_attn.q_proj.weight", {c.q_size(), H}});
+    specs.push_back({p + "self_attn.k_proj.weight", {c.kv_size(), H}});
+    specs.push_back({p + "self_attn.v_proj.weight", {c.kv_size(), H}});
+    if (c.qkv_bias) {
+      specs.push_back({p + "self_attn.q_proj.bias", {c.q_size()}});
+      specs.push_back({p + "self_attn.k_proj.bias", {c.kv_size()}});
+      specs.push_back({p + "self_attn.v_proj.bias", {c.kv_size()}});
+    }
+    if (c.qk_norm) {
+      specs.push_back({p + "self_attn.q_norm.weight", {c.head_dim}});
+      specs.push_back({p + "self_attn.k_norm.weight", {c.head_dim}});
+    }
+    specs.push_back({p + "self_attn.o_proj.weight", {H, c.q_size()}});
+    specs.push_back({p + "post_attention_layernorm.weight", {H}});
+    specs.push_back({p + "mlp.gate_proj.weight", {I, H}});
+    specs.push_back({p + "mlp.up_proj.weight", {I, H}});
+    specs.push_back({p + "mlp.down_proj.weight", {H, I}});
+  }
+  specs.push_back({"model.norm.weight", {H}});
+  if (!c.tie_word_embeddings) specs.push_back({"lm_head.weight", {V, H}});
+  return specs;
+}
+
 
 ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Checkpoint> checkpoint_ptr,
                           Backend& backend) {
@@ -247,8 +242,7 @@ ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t
   WeightPlacement placement(config, backend, w);
   ThreadPool pool;
   for (const WeightSpec& spec : expected_weights(config)) {
-    int64_t numel = 1;
-    for (int64_t d : spec.shape) numel *= d;
+    const int64_t numel = spec.numel();
     const bool is_norm = spec.name.ends_with("norm.weight");
     const bool is_bias = spec.name.ends_with(".bias");
     const double fan_in = spec.shape.size() == 2 ? static_cast<double>(spec.shape[1]) : 1.0;

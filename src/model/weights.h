@@ -42,6 +42,12 @@ struct ModelWeights {
 struct WeightSpec {
   std::string name;
   std::vector<int64_t> shape;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
 };
 std::vector<WeightSpec> expected_weights(const ModelConfig& config);
 

@@ -12,7 +12,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -117,10 +116,12 @@ class CudaBackend final : public Backend {
   void linear_with(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out);
 
  private:
-  // A checked linear of weight [out_features, in] (the parts' weights back to back, for a group)
-  // into `outputs` by `path`; cuBLASLt runs each part on its own (run_parts_apart).
-  void run_linear(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias,
-                  const cuda::LinearOutputs& outputs, DType out_dtype, const std::function<void()>& run_parts_apart);
+  // Whether a linear of n rows by `path` runs on cuBLASLt (the bucket rule for kAuto).
+  bool runs_cublaslt(LinearPath path, int64_t n) const;
+  // A checked linear by a small-n path (kAuto: the small-n kernel, in 16-row groups when batch
+  // invariant) over weight [out_features, in] (for a group, the parts' weights back to back).
+  void run_small_n(LinearPath path, const Tensor& x, const void* weight, const void* bias,
+                   const cuda::LinearOutputs& outputs, int64_t out_features, DType out_dtype);
   // One launch of a small-n kernel (path kSmallN, kSmallNDirect or kSmallNStreamed) over n <= 16 rows.
   void launch_small_n(LinearPath path, const void* x, const void* weight, const void* bias,
                       const cuda::LinearOutputs& out, bool out_f32, int64_t n, int64_t in, int64_t out_features);

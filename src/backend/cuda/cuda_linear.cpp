@@ -63,13 +63,6 @@ bool fusable(const std::vector<LinearPart>& parts) {
   return true;
 }
 
-// The rows of `first` and of every tensor that follows it, as one [rows, ...] tensor.
-Tensor spanning(const Tensor& first, int64_t rows) {
-  Tensor t = first;
-  t.shape[0] = rows;
-  return t;
-}
-
 }  // namespace
 
 void CudaBackend::linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) {
@@ -79,10 +72,15 @@ void CudaBackend::linear(const Tensor& x, const Tensor& weight, const Tensor* bi
 void CudaBackend::linear_with(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias,
                               const Tensor& out) {
   check_linear(x, weight, bias, out);
-  run_linear(path, x, weight, bias, cuda::LinearOutputs::whole(out.data, weight.dim(0)), out.dtype, [&] {
-    gemm_->run(x.data, weight.data, has_data(bias) ? bias->data : nullptr, out.data, out.dtype == DType::kF32,
-               x.dim(0), x.dim(1), weight.dim(0), buckets_->of(x.dim(0)), stream_);
-  });
+  if (x.dim(0) == 0) return;
+  const void* bias_data = has_data(bias) ? bias->data : nullptr;
+  if (runs_cublaslt(path, x.dim(0))) {
+    gemm_->run(x.data, weight.data, bias_data, out.data, out.dtype == DType::kF32, x.dim(0), x.dim(1), weight.dim(0),
+               buckets_->of(x.dim(0)), stream_);
+    return;
+  }
+  run_small_n(path, x, weight.data, bias_data, cuda::LinearOutputs::whole(out.data, weight.dim(0)), weight.dim(0),
+              out.dtype);
 }
 
 void CudaBackend::linear_group(const Tensor& x, const std::vector<LinearPart>& parts) {
@@ -100,39 +98,39 @@ void CudaBackend::linear_group(const Tensor& x, const std::vector<LinearPart>& p
   }
   outputs.begin[parts.size()] = rows;
   outputs.parts = static_cast<int>(parts.size());
-  const Tensor weight = spanning(*parts[0].weight, rows);
-  const bool biased = has_data(parts[0].bias);
-  const Tensor bias = biased ? spanning(*parts[0].bias, rows) : Tensor{};
-  run_linear(LinearPath::kAuto, x, weight, biased ? &bias : nullptr, outputs, parts[0].out.dtype, [&] {
+  if (x.dim(0) == 0) return;
+  if (runs_cublaslt(LinearPath::kAuto, x.dim(0))) {  // the parts apart, each its own GEMM
     for (const LinearPart& part : parts) linear_with(LinearPath::kCublasLt, x, *part.weight, part.bias, part.out);
-  });
+    return;
+  }
+  // The parts' weights (and biases) as one [rows, in] matrix (and [rows] vector): they lie back to back.
+  run_small_n(LinearPath::kAuto, x, parts[0].weight->data, has_data(parts[0].bias) ? parts[0].bias->data : nullptr,
+              outputs, rows, parts[0].out.dtype);
 }
 
-void CudaBackend::run_linear(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias,
-                             const cuda::LinearOutputs& outputs, DType out_dtype,
-                             const std::function<void()>& run_parts_apart) {
-  const int64_t n = x.dim(0), in = x.dim(1), out_features = weight.dim(0);
-  if (n == 0) return;
-  const void* bias_data = has_data(bias) ? bias->data : nullptr;
+bool CudaBackend::runs_cublaslt(LinearPath path, int64_t n) const {
+  if (path == LinearPath::kAuto) return !batch_invariant_ && !buckets_->small_n(n);
+  return path == LinearPath::kCublasLt;
+}
+
+void CudaBackend::run_small_n(LinearPath path, const Tensor& x, const void* weight, const void* bias,
+                              const cuda::LinearOutputs& outputs, int64_t out_features, DType out_dtype) {
+  const int64_t n = x.dim(0), in = x.dim(1);
   const bool out_f32 = out_dtype == DType::kF32;
   if (path == LinearPath::kAuto && batch_invariant_) {
     // The small-n kernels' arithmetic for a row depends on the weight's shape only (their n-side
     // fragments are independent rows), so groups of 16 rows give every row the same bits at any n.
     for (int64_t r = 0; r < n; r += cuda::kSmallNMaxRows) {
-      launch_small_n(LinearPath::kSmallN, static_cast<const __nv_bfloat16*>(x.data) + r * in, weight.data, bias_data,
+      launch_small_n(LinearPath::kSmallN, static_cast<const __nv_bfloat16*>(x.data) + r * in, weight, bias,
                      outputs.from_row(r, static_cast<int64_t>(dtype_size(out_dtype))), out_f32,
                      std::min(cuda::kSmallNMaxRows, n - r), in, out_features);
     }
     return;
   }
-  if (path == LinearPath::kAuto) path = buckets_->small_n(n) ? LinearPath::kSmallN : LinearPath::kCublasLt;
-  if (path == LinearPath::kCublasLt) {
-    run_parts_apart();
-    return;
-  }
+  if (path == LinearPath::kAuto) path = LinearPath::kSmallN;
   FG_CHECK(n <= cuda::kSmallNMaxRows, "cuda backend: the small-n linear takes at most {} rows, got {}",
            cuda::kSmallNMaxRows, n);
-  launch_small_n(path, x.data, weight.data, bias_data, outputs, out_f32, n, in, out_features);
+  launch_small_n(path, x.data, weight, bias, outputs, out_f32, n, in, out_features);
 }
 
 void CudaBackend::launch_small_n(LinearPath path, const void* x, const void* weight, const void* bias,

@@ -79,8 +79,8 @@ StreamedLinear::~StreamedLinear() {
 }
 
 void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
-                         const LinearOutputs& out, bool out_f32, int64_t n, int64_t in, int64_t out_features, cudaStream_t stream,
-                         int k_slices, int blocks_per_sm) {
+                         const LinearOutputs& out, bool out_f32, int64_t n, int64_t in, int64_t out_features,
+                         cudaStream_t stream, int k_slices, int blocks_per_sm) {
   if (n == 0 || out_features == 0) return;
   if (k_slices == 0) k_slices = streamed_k_slices(out_features, in, sm_count_);
   if (blocks_per_sm == 0) blocks_per_sm = streamed_blocks_per_sm(out_features, k_slices, n, sm_count_);
@@ -91,13 +91,13 @@ void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const _
            "cuda backend: the streamed linear cannot cut k = {} into {} slices over {} rows (at most {} chunks of {}, "
            "and {} tile slices)",
            in, k_slices, out_features, chunks, kStreamedBoxK, streamed_full_pass_units(sm_count_));
+  FG_CHECK(blocks_per_sm >= 1 && blocks_per_sm <= kStreamedBlocksPerSm,
+           "cuda backend: the streamed linear runs 1 to {} blocks per SM, not {}", kStreamedBlocksPerSm, blocks_per_sm);
   const CUtensorMap& weights = Maps::find_or_make(maps_->weights, w, out_features, in, kStreamedBoxRows, "weight");
   // The token box is n rows high: rows n..15 of a stage's token slot are never written, and feed
   // only output rows past n (each output row of the tensor core reads its own token row).
   const CUtensorMap& tokens = Maps::find_or_make(maps_->tokens, x, n, in, static_cast<uint32_t>(n), "token rows");
   // A full pass's tiles are adjacent rows: one copy of pass_tiles x 8 rows brings them all.
-  FG_CHECK(blocks_per_sm >= 1 && blocks_per_sm <= kStreamedBlocksPerSm,
-           "cuda backend: the streamed linear runs 1 to {} blocks per SM, not {}", kStreamedBlocksPerSm, blocks_per_sm);
   const StreamedGrid grid = streamed_grid(out_features, k_slices, blocks_per_sm, sm_count_);
   const CUtensorMap& pass_weights = Maps::find_or_make(maps_->weights, w, out_features, in,
                                                        static_cast<uint32_t>(grid.pass_tiles * kStreamedBoxRows),

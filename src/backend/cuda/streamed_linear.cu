@@ -68,13 +68,13 @@ constexpr int kConsumerWarps = 4;
 constexpr int kStepsPerWarp = kChunk / 32 / kConsumerWarps;  // k-steps of 32 per warp per chunk
 constexpr int kThreads = (kConsumerWarps + 1) * 32;          // + the producer warp
 constexpr int kMaxStages = 32;
-// Two blocks per SM, each with a ring of two full-pass stages: one block's epilogue and start
-// overlap the other's stream. Measured against one block with five stages (bench/RESULTS.md,
-// 2026-11-30 session 3): +2-4% on the LM heads, the same elsewhere.
 constexpr int kPartialBytes = kConsumerWarps * kPassTiles * 4 * 32 * 4;
 constexpr int kHeaderBytes = kPartialBytes + 1024;  // partial sums, barriers; the ring starts 1 KB-aligned
-// One block alone on its SM takes the SM's whole ring (two blocks: two stages of a full pass, 40 KB,
-// each, more of shorter ones); two blocks of this size fill an SM's 228 KB.
+// Mostly two blocks per SM, each with a ring of two full-pass stages (40 KB each; more of shorter
+// ones): one block's epilogue and start overlap the other's stream. Measured against one block
+// with five stages (bench/RESULTS.md, 2026-11-30 session 3): +2-4% on the LM heads, the same
+// elsewhere; streamed_blocks_per_sm says when one block alone, with the SM's whole ring, is
+// faster. Two blocks of this size fill an SM's 228 KB.
 constexpr int kMaxSharedBytes = kHeaderBytes + kStreamedRingBytesPerSm;
 static_assert(kStreamedBlocksPerSm * (kHeaderBytes + kStreamedRingBytesPerSm / kStreamedBlocksPerSm + 1024) <=
                   228 * 1024,

@@ -60,8 +60,9 @@ inline int streamed_k_slices(int64_t out_features, int64_t in, int sm_count) {
 // 11-13): the 1B gate/up 9.7-10.6 us against 10.5-10.9 (cuBLASLt 10.2-10.5), the 8B q/k/v span
 // 15.3-15.4 against 15.4-15.6. Split weights keep two: the 1B down_proj (4 slices) took 12.6-12.7
 // us with one against 12.1-12.3 with two in three of the four runs; the 8B down_proj (2 slices)
-// gained 0-1.4% with one, too little to carry a rule. With longer passes two are faster (8B gate/up, 7 tiles a
-// block: 29.6-31.3 against 28.9-29.9; the LM heads 2-3%), and so at M = 1 on every streamed shape.
+// gained 0-1.4% with one, too little to carry a rule. With longer passes two are faster (8B
+// gate/up, 7 tiles a block: 29.6-31.3 against 28.9-29.9; the LM heads 2-3%), and so at M = 1 on
+// every streamed shape.
 // The grid moves no sum (see streamed_linear.cu), so a row's bits do not depend on this choice.
 inline int streamed_blocks_per_sm(int64_t out_features, int k_slices, int64_t n, int sm_count) {
   const int64_t units = (out_features + kStreamedBoxRows - 1) / kStreamedBoxRows * k_slices;
