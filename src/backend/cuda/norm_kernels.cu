@@ -20,11 +20,20 @@ __global__ void __launch_bounds__(1024) rms_norm_kernel(const bf16* __restrict__
                                                         bf16* __restrict__ out, int hidden) {
   __shared__ float scratch[32];
   // PDL: the matmul that follows a norm may start fetching its weights now (it waits for this grid
-  // before reading the normed rows); this grid waits for the previous one before anything else.
+  // before reading the normed rows). The norm's own weight depends on no kernel, so it is requested
+  // before this grid waits for the previous one: its DRAM round trip overlaps that grid's tail
+  // instead of following the sum of squares.
   allow_dependent_grids();
+  const int vecs = hidden / 8;
+  const uint4* w = reinterpret_cast<const uint4*>(weight);
+  uint4 w_vec[kVecsPerThread];
+#pragma unroll
+  for (int j = 0; j < kVecsPerThread; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    w_vec[j] = i < vecs ? __ldg(w + i) : make_uint4(0, 0, 0, 0);
+  }
   wait_for_prerequisite_grids();
   const int64_t row = blockIdx.x;
-  const int vecs = hidden / 8;
   const uint4* x_row = reinterpret_cast<const uint4*>(x + row * hidden);
   uint4* res_row = reinterpret_cast<uint4*>(residual + row * hidden);
 
@@ -47,14 +56,13 @@ __global__ void __launch_bounds__(1024) rms_norm_kernel(const bf16* __restrict__
   }
   const float inv_rms = rsqrtf(block_sum(sum_sq, scratch) / static_cast<float>(hidden) + eps);
 
-  const uint4* w = reinterpret_cast<const uint4*>(weight);
   uint4* out_row = reinterpret_cast<uint4*>(out + row * hidden);
 #pragma unroll
   for (int j = 0; j < kVecsPerThread; ++j) {
     const int i = threadIdx.x + j * blockDim.x;
     if (i >= vecs) continue;
     float wf[8], o[8];
-    unpack_bf16x8(w[i], wf);
+    unpack_bf16x8(w_vec[j], wf);
 #pragma unroll
     for (int e = 0; e < 8; ++e) o[e] = wf[e] * (v[j][e] * inv_rms);
     out_row[i] = pack_bf16x8(o);
@@ -65,12 +73,13 @@ __global__ void __launch_bounds__(1024) rms_norm_kernel(const bf16* __restrict__
 // butterfly stays inside it. Every lane runs the shuffles, also past the last row.
 __global__ void __launch_bounds__(256) head_rms_norm_kernel(bf16* __restrict__ x, const bf16* __restrict__ weight,
                                                             float eps, int64_t rows, int head_dim) {
-  allow_dependent_grids();  // PDL, as in rms_norm_kernel
-  wait_for_prerequisite_grids();
+  allow_dependent_grids();  // PDL, as in rms_norm_kernel: the weight first, then the wait
   const int group = head_dim / 8;
   const int64_t thread = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t row = thread / group;
   const int part = static_cast<int>(thread % group);
+  const uint4 w_vec = __ldg(reinterpret_cast<const uint4*>(weight) + part);
+  wait_for_prerequisite_grids();
   const bool valid = row < rows;
   uint4* p = reinterpret_cast<uint4*>(x + (valid ? row : 0) * head_dim) + part;
 
@@ -84,7 +93,7 @@ __global__ void __launch_bounds__(256) head_rms_norm_kernel(bf16* __restrict__ x
   if (!valid) return;
 
   float wf[8], o[8];
-  unpack_bf16x8(reinterpret_cast<const uint4*>(weight)[part], wf);
+  unpack_bf16x8(w_vec, wf);
 #pragma unroll
   for (int e = 0; e < 8; ++e) o[e] = wf[e] * (v[e] * inv_rms);
   *p = pack_bf16x8(o);
