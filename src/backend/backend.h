@@ -139,6 +139,16 @@ class Backend {
                          const Tensor& out) = 0;
   // out = silu(gate) * up. gate, up, out [n, I].
   virtual void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+  // The first half of a gated MLP: linear_group of the gate and up projections into gate_out and
+  // up_out, then silu_mul of them into out. gate and up [I, in], gate_out, up_out and out [n, I].
+  // A backend may run the three as one kernel where the gate and up weights lie back to back (as
+  // linear_group may); out then has the bits of the three steps, and gate_out and up_out are
+  // scratch it may leave unwritten.
+  virtual void linear_silu_mul(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
+                               const Tensor& up_out, const Tensor& out) {
+    linear_group(x, {{&gate, nullptr, gate_out}, {&up, nullptr, up_out}});
+    silu_mul(gate_out, up_out, out);
+  }
   // out[i] = x[indices[i]]. x [n, H], indices I32 [m], out [m, H].
   virtual void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) = 0;
   // One token id per row of logits F32 [m, V] into out_ids I32 [m], with the semantics written in

@@ -103,8 +103,8 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
     b.add_rms_norm(residual, proj_out, w.post_attention_norm, eps, normed);
 
     // MLP block; its residual add is fused with the next layer's input norm (or the final norm).
-    b.linear_group(normed, {{&w.gate_proj, nullptr, gate}, {&w.up_proj, nullptr, up}});
-    b.silu_mul(gate, up, mlp_act);
+    // One matmul over gate and up where the backend can, SiLU-and-multiply fused where it can.
+    b.linear_silu_mul(normed, w.gate_proj, w.up_proj, gate, up, mlp_act);
     b.linear(mlp_act, w.down_proj, nullptr, proj_out);
     const Tensor& next_norm = l + 1 < c.num_layers ? weights_.layers[l + 1].input_norm : weights_.final_norm;
     b.add_rms_norm(residual, proj_out, next_norm, eps, normed);

@@ -646,6 +646,46 @@ TEST(CudaKernelsLinear, GroupedLinearIsOneMatmulSplitIntoItsParts) {
   }
 }
 
+// linear_silu_mul: where the gate/up span takes the gated streamed kernel (one launch), its output
+// has the bits of the grouped linear then silu_mul (the steps it replaces: gate and up are summed in
+// the span's order and rounded to BF16 before the product), at every small n; elsewhere it runs
+// those steps. Both against the CPU. The shapes: full passes (4096 rows, one chunk of k) and a
+// last, partial pass with k past the last whole chunk (4104 rows, k = 520); 512 rows is too small
+// for the streamed kernel, and n = 17 runs cuBLASLt.
+TEST(CudaKernelsLinear, GatedLinearHasTheBitsOfGroupedLinearThenSiluMul) {
+  FG_REQUIRE_GPU();
+  Env e;
+  struct GatedCase {
+    int64_t intermediate, in;
+    bool fused;
+  };
+  for (const GatedCase& c : {GatedCase{4096, 256, true}, GatedCase{4104, 520, true}, GatedCase{512, 256, false}}) {
+    ASSERT_EQ(cuda::gated_linear_applies(c.intermediate, c.in, e.gpu.sm_count()), c.fused) << c.intermediate;
+    const int64_t inter = c.intermediate;
+    Bf16Values w = e.random(2 * inter * c.in, 1.0f / std::sqrt(static_cast<float>(c.in))), x = e.random(17 * c.in);
+    const Tensor span = e.bf16(w, {2 * inter, c.in}), x_gpu = e.bf16(x, {17, c.in});
+    const Tensor gate_w = span.rows(0, inter), up_w = span.rows(inter, inter);
+    std::vector<float> gate_ref(17 * inter), up_ref(17 * inter), ref(17 * inter);
+    std::vector<uint16_t> gate_bits(w.bits.begin(), w.bits.begin() + inter * c.in),
+        up_bits(w.bits.begin() + inter * c.in, w.bits.end());
+    e.cpu.linear(host(x.values, {17, c.in}), host_bf16(gate_bits, {inter, c.in}), nullptr, host(gate_ref, {17, inter}));
+    e.cpu.linear(host(x.values, {17, c.in}), host_bf16(up_bits, {inter, c.in}), nullptr, host(up_ref, {17, inter}));
+    e.cpu.silu_mul(host(gate_ref, {17, inter}), host(up_ref, {17, inter}), host(ref, {17, inter}));
+    for (int64_t n : {1, 5, 8, 9, 16, 17}) {
+      const std::string what = fmt::format("intermediate {}, in {}, n {}", inter, c.in, n);
+      const Tensor x_n = x_gpu.rows(0, n);
+      const Tensor gate = e.poisoned(DType::kBF16, {n, inter}), up = e.poisoned(DType::kBF16, {n, inter});
+      const Tensor fused = e.poisoned(DType::kBF16, {n, inter}), stepwise = e.poisoned(DType::kBF16, {n, inter});
+      e.gpu.linear_silu_mul(x_n, gate_w, up_w, gate, up, fused);
+      e.gpu.linear_group(x_n, {{&gate_w, nullptr, gate}, {&up_w, nullptr, up}});
+      e.gpu.silu_mul(gate, up, stepwise);
+      const std::vector<float> fused_values = floats(fused);
+      EXPECT_EQ(fused_values, floats(stepwise)) << what;
+      EXPECT_LE(relative_error(fused_values, slice(ref, 0, static_cast<size_t>(n * inter))), kTolerance) << what;
+    }
+  }
+}
+
 // Graph == eager (DESIGN.md rule 7): the rows of an n-row linear are bit-identical to the same
 // rows of a linear over the whole bucket that holds n (what a graph captured at the bucket's size
 // computes), for the small-n kernel and for cuBLASLt.

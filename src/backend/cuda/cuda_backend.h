@@ -101,6 +101,10 @@ class CudaBackend final : public Backend {
   void attention(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,
                  const Tensor& out) override;
   void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override;
+  // One streamed launch where the gate and up weights form a span the gated streamed kernel takes
+  // and n is a small-n row count; otherwise the three steps (cuda_linear.cpp).
+  void linear_silu_mul(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
+                       const Tensor& up_out, const Tensor& out) override;
   void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override;
   // The GPU sampler of backend/cuda/sampling.h: bit-identical to the CPU reference sampler.
   void sample(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) override;

@@ -108,6 +108,29 @@ void CudaBackend::linear_group(const Tensor& x, const std::vector<LinearPart>& p
               outputs, rows, parts[0].out.dtype);
 }
 
+void CudaBackend::linear_silu_mul(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
+                                  const Tensor& up_out, const Tensor& out) {
+  const int64_t n = x.dim(0), intermediate = gate.dim(0);
+  // Batch-invariant mode runs every n through the small-n path in groups of 16 rows; the three
+  // steps keep that simple.
+  const bool fused = !batch_invariant_ && !runs_cublaslt(LinearPath::kAuto, n) && n <= cuda::kSmallNMaxRows &&
+                     gate.rank == 2 && up.same_shape({intermediate, gate.dim(1)}) && follows(gate, up) &&
+                     cuda::gated_linear_applies(intermediate, gate.dim(1), sm_count_);
+  if (!fused) {
+    Backend::linear_silu_mul(x, gate, up, gate_out, up_out, out);
+    return;
+  }
+  check_linear(x, gate, nullptr, gate_out);  // the checks of the plain path, for the same inputs
+  check_linear(x, up, nullptr, up_out);
+  cuda::require(out, DType::kBF16, "linear_silu_mul output");
+  FG_CHECK(out.same_shape({n, intermediate}), "cuda backend: linear_silu_mul of input {} with gate {} into {}",
+           x.shape_string(), gate.shape_string(), out.shape_string());
+  cuda::require_aligned16(out, "linear_silu_mul output");
+  if (n == 0) return;
+  streamed_->run_gated(static_cast<const __nv_bfloat16*>(x.data), static_cast<const __nv_bfloat16*>(gate.data),
+                       static_cast<__nv_bfloat16*>(out.data), n, x.dim(1), intermediate, stream_);
+}
+
 bool CudaBackend::runs_cublaslt(LinearPath path, int64_t n) const {
   if (path == LinearPath::kAuto) return !batch_invariant_ && !buckets_->small_n(n);
   return path == LinearPath::kCublasLt;

@@ -300,6 +300,61 @@ nlohmann::json bench_linears(CudaBackend& backend, double copy_gbps) {
   return rows;
 }
 
+// The MLP's first half as the model runs it (Backend::linear_silu_mul): the gated streamed kernel
+// (one launch) against the two steps it replaces (the streamed gate/up span, then silu_mul) and
+// against cuBLASLt's two GEMMs then silu_mul.
+nlohmann::json bench_gated_mlp(CudaBackend& backend, double copy_gbps) {
+  nlohmann::json rows = nlohmann::json::array();
+  fmt::print("\nGate/up + SiLU-and-multiply (weight bytes / time; % of copy bandwidth). fused = one gated launch;\n"
+             "span + silu = the streamed gate/up span, then silu_mul; cublas = two cuBLASLt GEMMs, then silu_mul.\n");
+  fmt::print("{:<14} {:>6} {:>6} {:>3} | {:>8} {:>5} | {:>11} {:>5} | {:>9} {:>5} | {:>8} {:>8}\n", "model", "inter",
+             "in", "M", "fused us", "%", "span+silu", "%", "cublas us", "%", "vs span", "vs lt");
+  for (const ModelShape& m : model_shapes()) {
+    const LinearShape span{"gate_up_proj", 2 * m.intermediate, m.hidden};
+    if (!cuda::gated_linear_applies(m.intermediate, m.hidden, backend.sm_count())) continue;
+    RandomTensors random{backend};
+    const size_t weight_bytes = static_cast<size_t>(span.out_features * span.in) * 2;
+    const std::vector<Tensor> weights = rotated_weights(random, span);
+    const int copies = static_cast<int>(weights.size());
+    const Tensor x = random.bf16({16, m.hidden}, 0.0f, 1.0f);
+    Allocation gate = backend.allocate(DType::kBF16, {16, m.intermediate});
+    Allocation up = backend.allocate(DType::kBF16, {16, m.intermediate});
+    Allocation act = backend.allocate(DType::kBF16, {16, m.intermediate});
+    for (int64_t rows_m : {1, 4, 16}) {
+      const Tensor x_m = x.rows(0, rows_m), gate_m = gate.tensor.rows(0, rows_m), up_m = up.tensor.rows(0, rows_m),
+                   act_m = act.tensor.rows(0, rows_m);
+      auto halves = [&](int i) {
+        return std::pair{weights[i % copies].rows(0, m.intermediate),
+                         weights[i % copies].rows(m.intermediate, m.intermediate)};
+      };
+      const double fused = time_per_launch_us(backend, std::max(kBatch, copies), [&](int i) {
+        const auto [g, u] = halves(i);
+        backend.linear_silu_mul(x_m, g, u, gate_m, up_m, act_m);
+      });
+      const double two_steps = time_per_launch_us(backend, std::max(kBatch, copies), [&](int i) {
+        const auto [g, u] = halves(i);
+        backend.linear_group(x_m, {{&g, nullptr, gate_m}, {&u, nullptr, up_m}});
+        backend.silu_mul(gate_m, up_m, act_m);
+      });
+      const double cublas = time_per_launch_us(backend, std::max(kBatch, copies), [&](int i) {
+        const auto [g, u] = halves(i);
+        backend.linear_with(LinearPath::kCublasLt, x_m, g, nullptr, gate_m);
+        backend.linear_with(LinearPath::kCublasLt, x_m, u, nullptr, up_m);
+        backend.silu_mul(gate_m, up_m, act_m);
+      });
+      auto pct = [&](double us) { return 100 * (weight_bytes / (us * 1e-6) / 1e9) / copy_gbps; };
+      fmt::print("{:<14} {:>6} {:>6} {:>3} | {:>8.2f} {:>4.0f}% | {:>11.2f} {:>4.0f}% | {:>9.2f} {:>4.0f}% | {:>7.2f}x "
+                 "{:>7.2f}x\n",
+                 m.name, m.intermediate, m.hidden, rows_m, fused, pct(fused), two_steps, pct(two_steps), cublas,
+                 pct(cublas), two_steps / fused, cublas / fused);
+      rows.push_back({{"model", m.name}, {"intermediate", m.intermediate}, {"in", m.hidden}, {"m", rows_m},
+                      {"fused_us", fused}, {"span_then_silu_us", two_steps}, {"cublaslt_then_silu_us", cublas},
+                      {"fused_pct_of_copy", pct(fused)}});
+    }
+  }
+  return rows;
+}
+
 ModelConfig config_of(const ModelShape& m) {
   ModelConfig c;
   c.architecture_name = "LlamaForCausalLM";
@@ -420,6 +475,7 @@ int run_kernel_benchmarks(const std::string& json_out, const std::string& attent
   result["device"] = prop.name;
   result["copy_gbps"] = copy_gbps;
   result["linear"] = bench_linears(backend, copy_gbps);
+  result["gated_mlp"] = bench_gated_mlp(backend, copy_gbps);
   result["streamed_k_slices"] = bench_streamed_k_slices(backend);
   result["streamed_blocks_per_sm"] = bench_streamed_blocks_per_sm(backend);
   result["direct_warps"] = bench_direct_warps(backend);

@@ -106,4 +106,22 @@ void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const _
                          slice_sums_, arrivals_, stream);
 }
 
+void StreamedLinear::run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int64_t n,
+                               int64_t in, int64_t intermediate, cudaStream_t stream, int blocks_per_sm) {
+  if (n == 0 || intermediate == 0) return;
+  FG_CHECK(gated_linear_applies(intermediate, in, sm_count_),
+           "cuda backend: the gated streamed linear does not take a {} x {} gate/up span", 2 * intermediate, in);
+  // The span's own choice, so that a gated run reads like the plain run of the span.
+  if (blocks_per_sm == 0) blocks_per_sm = streamed_blocks_per_sm(2 * intermediate, 1, n, sm_count_);
+  FG_CHECK(blocks_per_sm >= 1 && blocks_per_sm <= kStreamedBlocksPerSm,
+           "cuda backend: the streamed linear runs 1 to {} blocks per SM, not {}", kStreamedBlocksPerSm, blocks_per_sm);
+  const int64_t rows = 2 * intermediate;
+  const CUtensorMap& weights = Maps::find_or_make(maps_->weights, w, rows, in, kStreamedBoxRows, "weight");
+  const CUtensorMap& tokens = Maps::find_or_make(maps_->tokens, x, n, in, static_cast<uint32_t>(n), "token rows");
+  const StreamedGrid grid = streamed_gated_grid(intermediate, blocks_per_sm, sm_count_);
+  const CUtensorMap& pass_weights = Maps::find_or_make(
+      maps_->weights, w, rows, in, static_cast<uint32_t>(grid.pass_tiles * kStreamedBoxRows), "weight");
+  launch_streamed_gated_linear(weights, tokens, pass_weights, out, n, in, intermediate, grid, stream);
+}
+
 }  // namespace fg::cuda

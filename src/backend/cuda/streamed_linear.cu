@@ -34,6 +34,13 @@
 // slot's rows past n hold stale bytes: they meet only output rows >= n, which are not stored. Each
 // token fragment serves every tile of the pass.
 //
+// Gated (StreamedLinear::run_gated, the MLP's gate/up then SiLU-and-multiply): the weight is a
+// gate/up span [gate; up], a unit is the pair (gate tile u, up tile u), and a pass holds up to 4
+// pairs: its 4 gate tiles, then their 4 up tiles, land in the stage. Consumer warp w, which sums
+// both tiles of pair w, stores silu(gate) * up. One launch replaces the span's linear and the
+// silu_mul kernel after it (a kernel's latency per layer in a decode step) and keeps their bits:
+// each sum is the same, rounded to BF16 before the product as the stored projections were.
+//
 // Order of the sums (DESIGN.md rule 7): consumer warp w accumulates the k-steps s = w (mod 4) of
 // every chunk of its slice, chunks in order, and the four partial sums meet in warp order. With S
 // slices, each slice's sums go to a device workspace and the block that brings a tile's last slice
@@ -164,7 +171,10 @@ __device__ __forceinline__ Pass pass_at(int64_t unit, int64_t unit_end, int64_t 
 }
 
 // kUpperHalf: token rows 8..15 are present (n > 8); without it their fragments are constant zeros.
-template <bool kUpperHalf, typename OutT>
+// kGated: the weight is a gate/up span [gate; up] of 2 x out_features rows, and a work unit is a
+// pair of tiles, gate tile u and up tile u (see launch_streamed_gated_linear): a stage holds
+// pass_tiles gate tiles, then their pass_tiles up tiles, and the output is silu(gate) * up.
+template <bool kUpperHalf, typename OutT, bool kGated>
 __global__ void __launch_bounds__(kThreads, 2)
     streamed_linear_kernel(const __grid_constant__ CUtensorMap weights, const __grid_constant__ CUtensorMap tokens,
                            const __grid_constant__ CUtensorMap pass_weights, const bf16* __restrict__ bias,
@@ -178,7 +188,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   int* completes = reinterpret_cast<int*>(empty + kMaxStages);  // [tile]: this block adds the tile's last slice
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   constexpr int kSlotBytes = token_slot_bytes(kUpperHalf);
-  const int stage_bytes = kSlotBytes + pass_tiles * kTileBytes;
+  constexpr int kTilesPerUnit = kGated ? 2 : 1;
+  const int stage_bytes = kSlotBytes + kTilesPerUnit * pass_tiles * kTileBytes;
   const int64_t units = tiles_total * k_slices;
   const int64_t unit_begin = blockIdx.x * units / gridDim.x;
   const int64_t unit_end = (blockIdx.x + 1) * units / gridDim.x;
@@ -221,14 +232,21 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int stage = item % stages;
       unsigned char* base = ring + stage * stage_bytes;
       if (copy_weights) {
-        mbarrier_arrive_expect_tx(&full[stage], token_bytes + p.tiles * kTileBytes);  // before any copy lands
-        if (p.tiles == pass_tiles) {  // one copy for the whole pass: its tiles are adjacent rows
-          tensor_copy_2d(base + kSlotBytes, &pass_weights, chunk * kChunk, static_cast<int>(p.tile0 * kTileRows),
-                         &full[stage], weight_policy);
-        } else {
-          for (int tile = 0; tile < p.tiles; ++tile)
-            tensor_copy_2d(base + kSlotBytes + tile * kTileBytes, &weights, chunk * kChunk,
-                           static_cast<int>((p.tile0 + tile) * kTileRows), &full[stage], weight_policy);
+        // before any copy lands
+        mbarrier_arrive_expect_tx(&full[stage], token_bytes + kTilesPerUnit * p.tiles * kTileBytes);
+        // Gated, the up tiles lie tiles_total tiles below their gate tiles, and land pass_tiles
+        // tiles after them in the stage.
+        for (int part = 0; part < kTilesPerUnit; ++part) {
+          unsigned char* dst = base + kSlotBytes + part * pass_tiles * kTileBytes;
+          const int64_t first_tile = p.tile0 + part * tiles_total;
+          if (p.tiles == pass_tiles) {  // one copy for the whole pass: its tiles are adjacent rows
+            tensor_copy_2d(dst, &pass_weights, chunk * kChunk, static_cast<int>(first_tile * kTileRows), &full[stage],
+                           weight_policy);
+          } else {
+            for (int tile = 0; tile < p.tiles; ++tile)
+              tensor_copy_2d(dst + tile * kTileBytes, &weights, chunk * kChunk,
+                             static_cast<int>((first_tile + tile) * kTileRows), &full[stage], weight_policy);
+          }
         }
       }
       if (copy_tokens) tensor_copy_2d(base, &tokens, chunk * kChunk, 0, &full[stage], token_policy);
@@ -262,6 +280,24 @@ __global__ void __launch_bounds__(kThreads, 2)
       store(out.at<OutT>(token, row), value);
     }
   };
+  // Gated: the bf16 gate and up values, as the separate projections would store them, then
+  // SiLU-and-multiply exactly as silu_mul_kernel computes it, so the output has its bits.
+  auto store_gated_tile = [&](int64_t tile_index, const float (&gate)[4], const float (&up)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int token = g + (i >> 1) * 8;
+      const int64_t row = tile_index * kTileRows + 2 * t + (i & 1);
+      if (token >= n || row >= out_features) continue;
+      const float gv = __bfloat162float(__float2bfloat16_rn(gate[i]));
+      const float uv = __bfloat162float(__float2bfloat16_rn(up[i]));
+      store(out.at<OutT>(token, row), gv / (1.0f + __expf(-gv)) * uv);
+    }
+  };
+  // Accumulator a of a pass: its tile (first kHalf gate tiles, then their up tiles when gated) and
+  // where that tile lies in the stage.
+  constexpr int kHalf = kPassTiles / 2;
+  auto tile_of = [](int a) { return kGated ? a % kHalf : a; };
+  auto slot_of = [&](int a) { return kGated && a >= kHalf ? pass_tiles + a - kHalf : a; };
   int item = 0;
   for (int64_t unit = unit_begin; unit < unit_end;) {
     const Pass p = pass_at(unit, unit_end, tiles_total, pass_tiles, k_slices, chunks);
@@ -277,10 +313,10 @@ __global__ void __launch_bounds__(kThreads, 2)
         const uint4 lo = *reinterpret_cast<const uint4*>(base + offset);
         const uint4 hi = kUpperHalf ? *reinterpret_cast<const uint4*>(base + 8 * kChunk * 2 + offset) : zero;
 #pragma unroll
-        for (int tile = 0; tile < kPassTiles; ++tile) {
-          if (tile < p.tiles) {
-            const uint4 wv = *reinterpret_cast<const uint4*>(base + kSlotBytes + tile * kTileBytes + offset);
-            mma_k32_slice(acc[tile], lo, hi, wv);
+        for (int a = 0; a < kPassTiles; ++a) {
+          if (tile_of(a) < p.tiles) {
+            const uint4 wv = *reinterpret_cast<const uint4*>(base + kSlotBytes + slot_of(a) * kTileBytes + offset);
+            mma_k32_slice(acc[a], lo, hi, wv);
           }
         }
       }
@@ -289,107 +325,100 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
 
     // The four partial sums of the pass meet in warp order; warp w sums tiles w, w + 4. Unsplit,
-    // that is the output; split, it is this slice's sum, published to slice_sums.
+    // that is the output; split, it is this slice's sum, published to slice_sums. Gated, warp w
+    // sums pair w (accumulators w and w + 4: a pass holds at most 4 pairs) and stores its product.
 #pragma unroll
-    for (int tile = 0; tile < kPassTiles; ++tile)
-      if (tile < p.tiles)
+    for (int a = 0; a < kPassTiles; ++a)
+      if (tile_of(a) < p.tiles)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) partial[warp][tile][i][lane] = acc[tile][i];
+        for (int i = 0; i < 4; ++i) partial[warp][a][i][lane] = acc[a][i];
     consumers_sync();
-    for (int tile = warp; tile < p.tiles; tile += kConsumerWarps) {
-      float sum[4];
+    auto warp_sum = [&](int a, float (&sum)[4]) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        sum[i] = partial[0][tile][i][lane];
+        sum[i] = partial[0][a][i][lane];
 #pragma unroll
-        for (int other = 1; other < kConsumerWarps; ++other) sum[i] += partial[other][tile][i][lane];
+        for (int other = 1; other < kConsumerWarps; ++other) sum[i] += partial[other][a][i][lane];
       }
-      if (k_slices == 1) {
-        store_tile(p.tile0 + tile, sum);
-      } else {
-        float* mine = slice_sums + (p.slice * tiles_total + p.tile0 + tile) * kUnitFloats + lane;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) mine[i * 32] = sum[i];
+    };
+    if constexpr (kGated) {
+      static_assert(kConsumerWarps == kHalf, "one pair per consumer warp");
+      if (warp < p.tiles) {
+        float gate[4], up[4];
+        warp_sum(warp, gate);
+        warp_sum(warp + kHalf, up);
+        store_gated_tile(p.tile0 + warp, gate, up);
       }
-    }
-    if (k_slices > 1) {
-      // Count this slice in for each tile of the pass; the block that brings a tile's last slice
-      // adds all of its slices in slice order and re-arms the count for the next launch. One
-      // thread publishes for the whole block: its fence, after the barrier, orders every
-      // consumer's sums before its counts (and its second fence, the counts before the reads).
-      consumers_sync();
-      if (threadIdx.x == 0) {
-        __threadfence();
-        int before[kPassTiles];
-#pragma unroll
-        for (int tile = 0; tile < kPassTiles; ++tile)
-          if (tile < p.tiles) before[tile] = atomicAdd(&arrivals[p.tile0 + tile], 1);
-#pragma unroll
-        for (int tile = 0; tile < kPassTiles; ++tile)
-          if (tile < p.tiles) completes[tile] = before[tile] == k_slices - 1;
-        __threadfence();
-      }
-      consumers_sync();
+    } else {
       for (int tile = warp; tile < p.tiles; tile += kConsumerWarps) {
-        if (!completes[tile]) continue;
-        // All slices' loads are in flight at once, then added in slice order.
-        const float* sums = slice_sums + (p.tile0 + tile) * kUnitFloats + lane;
-        float slice_sum[kMaxKSlicesLoaded][4];
-#pragma unroll
-        for (int s = 0; s < kMaxKSlicesLoaded; ++s)
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-            slice_sum[s][i] = s < k_slices ? __ldcg(sums + s * tiles_total * kUnitFloats + i * 32) : 0.0f;
         float sum[4];
+        warp_sum(tile, sum);
+        if (k_slices == 1) {
+          store_tile(p.tile0 + tile, sum);
+        } else {
+          float* mine = slice_sums + (p.slice * tiles_total + p.tile0 + tile) * kUnitFloats + lane;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          sum[i] = slice_sum[0][i];
-#pragma unroll
-          for (int s = 1; s < kMaxKSlicesLoaded; ++s)
-            if (s < k_slices) sum[i] += slice_sum[s][i];
+          for (int i = 0; i < 4; ++i) mine[i * 32] = sum[i];
         }
-        for (int s = kMaxKSlicesLoaded; s < k_slices; ++s) {  // more slices than that: one at a time
+      }
+      if (k_slices > 1) {
+        // Count this slice in for each tile of the pass; the block that brings a tile's last slice
+        // adds all of its slices in slice order and re-arms the count for the next launch. One
+        // thread publishes for the whole block: its fence, after the barrier, orders every
+        // consumer's sums before its counts (and its second fence, the counts before the reads).
+        consumers_sync();
+        if (threadIdx.x == 0) {
+          __threadfence();
+          int before[kPassTiles];
 #pragma unroll
-          for (int i = 0; i < 4; ++i) sum[i] += __ldcg(sums + s * tiles_total * kUnitFloats + i * 32);
+          for (int tile = 0; tile < kPassTiles; ++tile)
+            if (tile < p.tiles) before[tile] = atomicAdd(&arrivals[p.tile0 + tile], 1);
+#pragma unroll
+          for (int tile = 0; tile < kPassTiles; ++tile)
+            if (tile < p.tiles) completes[tile] = before[tile] == k_slices - 1;
+          __threadfence();
         }
-        store_tile(p.tile0 + tile, sum);
-        if (lane == 0) arrivals[p.tile0 + tile] = 0;
+        consumers_sync();
+        for (int tile = warp; tile < p.tiles; tile += kConsumerWarps) {
+          if (!completes[tile]) continue;
+          // All slices' loads are in flight at once, then added in slice order.
+          const float* sums = slice_sums + (p.tile0 + tile) * kUnitFloats + lane;
+          float slice_sum[kMaxKSlicesLoaded][4];
+#pragma unroll
+          for (int s = 0; s < kMaxKSlicesLoaded; ++s)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              slice_sum[s][i] = s < k_slices ? __ldcg(sums + s * tiles_total * kUnitFloats + i * 32) : 0.0f;
+          float sum[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            sum[i] = slice_sum[0][i];
+#pragma unroll
+            for (int s = 1; s < kMaxKSlicesLoaded; ++s)
+              if (s < k_slices) sum[i] += slice_sum[s][i];
+          }
+          for (int s = kMaxKSlicesLoaded; s < k_slices; ++s) {  // more slices than that: one at a time
+#pragma unroll
+            for (int i = 0; i < 4; ++i) sum[i] += __ldcg(sums + s * tiles_total * kUnitFloats + i * 32);
+          }
+          store_tile(p.tile0 + tile, sum);
+          if (lane == 0) arrivals[p.tile0 + tile] = 0;
+        }
       }
     }
     consumers_sync();  // `partial` and `completes` are free again
   }
 }
 
-template <bool kUpperHalf, typename OutT>
+template <bool kUpperHalf, typename OutT, bool kGated>
 void set_shared_limit() {
-  FG_CUDA_CHECK(cudaFuncSetAttribute(streamed_linear_kernel<kUpperHalf, OutT>,
+  FG_CUDA_CHECK(cudaFuncSetAttribute(streamed_linear_kernel<kUpperHalf, OutT, kGated>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedBytes));
 }
 
-template <bool kUpperHalf, typename OutT>
-void launch_typed(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
-                  const bf16* bias, const LinearOutputs& out, int n, int in, int out_features, int64_t tiles,
-                  int k_slices,
-                  float* slice_sums, int* arrivals, int blocks, int pass_tiles, int stages, int shared_bytes,
-                  cudaStream_t stream) {
-  // PDL: the kernel may start while the previous one in the stream drains (it waits for it before
-  // touching the tokens, the output or the slice sums).
-  launch_with_pdl(streamed_linear_kernel<kUpperHalf, OutT>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
-                  static_cast<size_t>(shared_bytes), stream, weights, tokens, pass_weights, bias, out, n, in,
-                  out_features, tiles, k_slices, slice_sums, arrivals, pass_tiles, stages);
-}
-
-}  // namespace
-
-void configure_streamed_linear_kernels() {
-  set_shared_limit<true, float>();
-  set_shared_limit<true, bf16>();
-  set_shared_limit<false, float>();
-  set_shared_limit<false, bf16>();
-}
-
-StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm, int sm_count) {
-  const int64_t units = (out_features + kTileRows - 1) / kTileRows * k_slices;
+// The grid over `units` work units (tiles x slices, or gated tile pairs) with passes of at most
+// max_pass units.
+StreamedGrid grid_for_units(int64_t units, int max_pass, int blocks_per_sm, int sm_count) {
   // The fewest blocks (at most blocks_per_sm per SM) that give none more units than a full grid would:
   // where the units divide evenly, every block streams as much as the others (the 8B down_proj's
   // 1024 units: 256 blocks of 4, rather than 264 of 3 or 4, measured 31.1 us against 32.6).
@@ -398,8 +427,60 @@ StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm
   // A pass holds at most what a block owns, so that small grids get short stages and hence more
   // of them in the ring. The pass size moves no sum (see the header comment).
   const int64_t most_per_block = ceil_div(units, blocks);
-  return {static_cast<int>(blocks), static_cast<int>(std::min<int64_t>(kPassTiles, most_per_block)),
+  return {static_cast<int>(blocks), static_cast<int>(std::min<int64_t>(max_pass, most_per_block)),
           kStreamedRingBytesPerSm / blocks_per_sm};
+}
+
+// Launches the kernel with as many ring stages as the grid's ring bytes hold. out_features: the
+// output columns (gated: the intermediate size); tiles: the units per slice (gated: tile pairs).
+template <bool kGated>
+void launch_kernel(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
+                   const bf16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
+                   int64_t out_features, int64_t tiles, int k_slices, StreamedGrid grid, float* slice_sums,
+                   int* arrivals, cudaStream_t stream) {
+  const auto [blocks, pass_tiles, ring_bytes] = grid;
+  const int stage_bytes = token_slot_bytes(n > 8) + (kGated ? 2 : 1) * pass_tiles * kTileBytes;
+  const int stages = std::min(kMaxStages, ring_bytes / stage_bytes);
+  const int shared_bytes = kHeaderBytes + stages * stage_bytes;
+  const int n32 = static_cast<int>(n), in32 = static_cast<int>(in), out32 = static_cast<int>(out_features);
+  auto launch = [&](auto upper_half, auto* out_type) {
+    using OutT = std::remove_pointer_t<decltype(out_type)>;
+    // PDL: the kernel may start while the previous one in the stream drains (it waits for it
+    // before touching the tokens, the output or the slice sums).
+    launch_with_pdl(streamed_linear_kernel<decltype(upper_half)::value, OutT, kGated>,
+                    dim3(static_cast<unsigned>(blocks)), dim3(kThreads), static_cast<size_t>(shared_bytes), stream,
+                    weights, tokens, pass_weights, bias, out, n32, in32, out32, tiles, k_slices, slice_sums, arrivals,
+                    pass_tiles, stages);
+  };
+  if constexpr (kGated) {  // BF16 out only: the activation feeds the down projection
+    if (n > 8) launch(std::true_type{}, static_cast<bf16*>(nullptr));
+    else launch(std::false_type{}, static_cast<bf16*>(nullptr));
+  } else if (n > 8) {
+    if (out_f32) launch(std::true_type{}, static_cast<float*>(nullptr));
+    else launch(std::true_type{}, static_cast<bf16*>(nullptr));
+  } else {
+    if (out_f32) launch(std::false_type{}, static_cast<float*>(nullptr));
+    else launch(std::false_type{}, static_cast<bf16*>(nullptr));
+  }
+}
+
+}  // namespace
+
+void configure_streamed_linear_kernels() {
+  set_shared_limit<true, float, false>();
+  set_shared_limit<true, bf16, false>();
+  set_shared_limit<false, float, false>();
+  set_shared_limit<false, bf16, false>();
+  set_shared_limit<true, bf16, true>();
+  set_shared_limit<false, bf16, true>();
+}
+
+StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm, int sm_count) {
+  return grid_for_units((out_features + kTileRows - 1) / kTileRows * k_slices, kPassTiles, blocks_per_sm, sm_count);
+}
+
+StreamedGrid streamed_gated_grid(int64_t intermediate, int blocks_per_sm, int sm_count) {
+  return grid_for_units(intermediate / kTileRows, kPassTiles / 2, blocks_per_sm, sm_count);
 }
 
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
@@ -408,24 +489,16 @@ void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& token
                             cudaStream_t stream) {
   if (n == 0 || out_features == 0) return;
   const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
-  const auto [blocks, pass_tiles, ring_bytes] = grid;
-  const int stage_bytes = token_slot_bytes(n > 8) + pass_tiles * kTileBytes;
-  const int stages = std::min(kMaxStages, ring_bytes / stage_bytes);
-  const int shared_bytes = kHeaderBytes + stages * stage_bytes;
-  const int n32 = static_cast<int>(n), in32 = static_cast<int>(in), out32 = static_cast<int>(out_features);
-  auto launch = [&](auto upper_half, auto* out_type) {
-    using OutT = std::remove_pointer_t<decltype(out_type)>;
-    launch_typed<decltype(upper_half)::value, OutT>(weights, tokens, pass_weights, bias, out, n32, in32, out32, tiles,
-                                                    k_slices, slice_sums, arrivals, blocks, pass_tiles, stages,
-                                                    shared_bytes, stream);
-  };
-  if (n > 8) {
-    if (out_f32) launch(std::true_type{}, static_cast<float*>(nullptr));
-    else launch(std::true_type{}, static_cast<bf16*>(nullptr));
-  } else {
-    if (out_f32) launch(std::false_type{}, static_cast<float*>(nullptr));
-    else launch(std::false_type{}, static_cast<bf16*>(nullptr));
-  }
+  launch_kernel<false>(weights, tokens, pass_weights, bias, out, out_f32, n, in, out_features, tiles, k_slices, grid,
+                       slice_sums, arrivals, stream);
+}
+
+void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap& tokens,
+                                  const CUtensorMap& pass_weights, bf16* out, int64_t n, int64_t in,
+                                  int64_t intermediate, StreamedGrid grid, cudaStream_t stream) {
+  if (n == 0 || intermediate == 0) return;
+  launch_kernel<true>(weights, tokens, pass_weights, nullptr, LinearOutputs::whole(out, intermediate), false, n, in,
+                      intermediate, intermediate / kTileRows, 1, grid, nullptr, nullptr, stream);
 }
 
 }  // namespace fg::cuda

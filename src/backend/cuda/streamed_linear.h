@@ -93,6 +93,14 @@ inline bool prefers_streamed_linear(int64_t out_features, int64_t in, int sm_cou
          out_features * in >= kMinLargeElements;
 }
 
+// Whether StreamedLinear::run_gated takes a gate/up span of these sizes: the span is one the
+// streamed kernel runs, in one slice of k (a gated pair is summed whole), and its halves are whole
+// tiles.
+inline bool gated_linear_applies(int64_t intermediate, int64_t in, int sm_count) {
+  return intermediate % kStreamedBoxRows == 0 && prefers_streamed_linear(2 * intermediate, in, sm_count) &&
+         streamed_k_slices(2 * intermediate, in, sm_count) == 1;
+}
+
 // out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]), fp32 accumulation, bias added in fp32, one
 // rounding to the output type. x [n, in] BF16 with 1 <= n <= 16, rows contiguous; w
 // [out_features, in] BF16; bias [out_features] BF16 or null; out: the [n, out_features] outputs,
@@ -119,6 +127,14 @@ class StreamedLinear {
            bool out_f32, int64_t n, int64_t in, int64_t out_features, cudaStream_t stream, int k_slices = 0,
            int blocks_per_sm = 0);
 
+  // The first half of a gated MLP in one launch: out = silu(x · gateᵀ) * (x · upᵀ), BF16 [n,
+  // intermediate], where w = [gate; up] is a gate/up span [2 x intermediate, in]. Each gate and up
+  // value has the bits run() gives the span's column (rounded to BF16), and the product the bits
+  // silu_mul gives those, when the span runs unsplit: gated_linear_applies says when.
+  // blocks_per_sm as in run().
+  void run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int64_t n, int64_t in,
+                 int64_t intermediate, cudaStream_t stream, int blocks_per_sm = 0);
+
  private:
   struct Maps;
   int sm_count_;
@@ -138,6 +154,10 @@ struct StreamedGrid {
 };
 // blocks_per_sm: 1 .. kStreamedBlocksPerSm.
 StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm, int sm_count);
+// The grid of a gated launch: its units are pairs of tiles (gate tile u, up tile u), and a pass
+// holds at most kStreamedPassTiles / 2 of them, so a stage has a plain full pass's bytes;
+// pass_tiles counts pairs.
+StreamedGrid streamed_gated_grid(int64_t intermediate, int blocks_per_sm, int sm_count);
 
 // The kernel itself, over the maps StreamedLinear::run makes: the weight [out_features, in] in
 // kStreamedBoxRows x kStreamedBoxK boxes and again in grid.pass_tiles x kStreamedBoxRows x
@@ -150,5 +170,13 @@ void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& token
                             const __nv_bfloat16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
                             int64_t out_features, int k_slices, StreamedGrid grid, float* slice_sums,
                             int* arrivals, cudaStream_t stream);
+
+// The gated kernel over the maps StreamedLinear::run_gated makes: the span [2 x intermediate, in]
+// in kStreamedBoxRows x kStreamedBoxK boxes and in grid.pass_tiles x kStreamedBoxRows x
+// kStreamedBoxK boxes (pass_weights), the tokens as above; grid = streamed_gated_grid(...). Same
+// contract as StreamedLinear::run_gated.
+void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap& tokens,
+                                  const CUtensorMap& pass_weights, __nv_bfloat16* out, int64_t n, int64_t in,
+                                  int64_t intermediate, StreamedGrid grid, cudaStream_t stream);
 
 }  // namespace fg::cuda
