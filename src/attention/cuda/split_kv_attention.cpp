@@ -1,23 +1,26 @@
 // attention/cuda/split_kv_attention.cpp — the `split_kv` attention backend (flash-decoding) for
-// uniform decode batches: each request's KV is split across CTAs and merged with an fp32
-// log-sum-exp combine in fixed split order. Graph support `uniform_decode`; the batches it cannot
-// capture (mixed prefill + decode) still run, eagerly, through an owned `flash` backend.
+// uniform decode batches: each request's KV is split across CTAs, and the CTA that finishes a row
+// group's last split merges the splits with an fp32 log-sum-exp combine in fixed split order.
+// Graph support `uniform_decode`; the batches it cannot capture (mixed prefill + decode) still
+// run, eagerly, through an owned `flash` backend.
 //
-// Contract, in words (DESIGN.md point 4; kernels in split_kv_attention_kernels.cu):
+// Contract, in words (DESIGN.md point 4; kernel in split_kv_attention_kernels.cu):
 //   - AttentionMetadata::uniform_query_len 1..4 selects split-KV (every real request then has that
 //     query length); 0 (mixed) hands the batch to flash, whose contract then applies.
 //   - seq_lens of padded requests is 0 (the default fill): a padded request has no splits and
-//     writes nothing. The kernels read query_start_loc[r] and [r + 1] only for requests with
-//     seq_lens > 0, so they do not rely on the padded tail of query_start_loc; the runner still pads
+//     writes nothing. The kernel reads query_start_loc[r] and [r + 1] only for requests with
+//     seq_lens > 0, so it does not rely on the padded tail of query_start_loc; the runner still pads
 //     it with the default (the last real offset) so that one padding serves every backend.
 //   - block_table rows of padded requests are 0 (never read); rows of q past the real tokens are
 //     not written; num_tokens must fit the workspace rows.
 //   - split count of a request: split_kv_plan(seq_len, max_splits) with max_splits = min(32,
 //     ceil(max_context / 256)) fixed at construction — a function of the request's own context
 //     length, never of the batch, so graph replays and unpadded eager runs agree bit for bit.
-// Launch parameters: split grid (max_splits, num_reqs, nkv * row_groups), combine grid (num_reqs,
-// num_heads), from shapes and construction constants only. The fp32 workspace of partial outputs
-// is allocated once here, from AttentionLimits; run() never syncs or allocates.
+// Launch parameters: one grid (max_splits, num_reqs, nkv * row_groups), from shapes and
+// construction constants only; no combine kernel, so a layer pays one launch. The workspace (fp32
+// partial outputs and one arrival counter per request and row group, zeroed here and re-armed to
+// zero by every launch) is allocated once here, from AttentionLimits; run() never syncs or
+// allocates.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -68,6 +71,16 @@ class SplitKvAttentionBackend final : public AttentionBackend {
     partial_out_.reset(out);
     FG_CUDA_CHECK(cudaMalloc(&lse, rows * sizeof(float)));
     partial_lse_.reset(lse);
+    const int group = static_cast<int>(limits_.num_heads / limits_.num_kv_heads);
+    arrival_counters_ = limits_.max_reqs * limits_.num_kv_heads *
+                        attn::split_kv_row_groups(attn::kSplitKvMaxQueryLen, group);
+    void* arrivals = nullptr;
+    FG_CUDA_CHECK(cudaMalloc(&arrivals, arrival_counters_ * sizeof(int)));
+    arrivals_.reset(arrivals);
+    FG_CUDA_CHECK(cudaMemset(arrivals, 0, arrival_counters_ * sizeof(int)));
+    // The memset runs on the legacy stream, which does not order the non-blocking streams that
+    // launch the kernel: finish it here.
+    FG_CUDA_CHECK(cudaDeviceSynchronize());
     attn::split_kv_attention_prepare();
     mixed_ = make_flash_attention(limits_);
   }
@@ -77,13 +90,15 @@ class SplitKvAttentionBackend final : public AttentionBackend {
   const PaddingContract& contract() const override { return contract_; }
 
   std::string describe() const override {
-    const double workspace_mib = static_cast<double>(max_splits_) * partial_rows_ * limits_.num_heads *
-                                 (limits_.head_dim + 1) * sizeof(float) / (1024.0 * 1024.0);
+    const double workspace_mib = (static_cast<double>(max_splits_) * partial_rows_ * limits_.num_heads *
+                                      (limits_.head_dim + 1) * sizeof(float) +
+                                  static_cast<double>(arrival_counters_) * sizeof(int)) /
+                                 (1024.0 * 1024.0);
     return fmt::format(
         "split_kv: flash-decoding, q_len 1..{}, splits(L) = ceil(L / chunk), chunk = round_up(ceil(L / min({}, "
         "ceil(L / {}))), {}); 16 packed rows (GQA group of {}) x 64 KV positions per tile, 4 warps x 16-position "
-        "slices, 3-stage cp.async, {} KiB smem/CTA (hd {}); grid ({}, num_reqs, {} x row groups) + combine; "
-        "workspace {:.1f} MiB",
+        "slices, 3-stage cp.async, {} KiB smem/CTA (hd {}); grid ({}, num_reqs, {} x row groups), combined by "
+        "each row group's last split; workspace {:.1f} MiB",
         attn::kSplitKvMaxQueryLen, max_splits_, attn::kSplitKvMinChunk, attn::kSplitKvTileN,
         limits_.num_heads / limits_.num_kv_heads, attn::split_kv_smem_bytes(static_cast<int>(limits_.head_dim)) / 1024,
         limits_.head_dim, max_splits_, limits_.num_kv_heads, workspace_mib);
@@ -109,6 +124,7 @@ class SplitKvAttentionBackend final : public AttentionBackend {
     p.out = out.data;
     p.partial_out = static_cast<float*>(partial_out_.get());
     p.partial_lse = static_cast<float*>(partial_lse_.get());
+    p.arrivals = static_cast<int*>(arrivals_.get());
     p.num_tokens = s.num_tokens;
     p.num_reqs = s.num_reqs;
     p.num_heads = static_cast<int>(limits_.num_heads);
@@ -128,8 +144,10 @@ class SplitKvAttentionBackend final : public AttentionBackend {
   PaddingContract contract_;
   int max_splits_ = 1;
   int64_t partial_rows_ = 0;
+  int64_t arrival_counters_ = 0;
   std::unique_ptr<void, DeviceFree> partial_out_;  // F32 [max_splits, partial_rows, num_heads, head_dim]
   std::unique_ptr<void, DeviceFree> partial_lse_;  // F32 [max_splits, partial_rows, num_heads]
+  std::unique_ptr<void, DeviceFree> arrivals_;     // I32 [max_reqs, num_kv_heads * row groups of 4 tokens]
   std::unique_ptr<AttentionBackend> mixed_;        // flash, for batches that are not uniform decode
 };
 

@@ -1,17 +1,21 @@
-// attention/cuda/split_kv_attention_kernels.cu — the `split_kv` kernels (flash-decoding for
-// uniform decode batches, query length 1..4) and their launcher.
+// attention/cuda/split_kv_attention_kernels.cu — the `split_kv` kernel (flash-decoding for
+// uniform decode batches, query length 1..4) and its launcher.
 //
-// Kernel 1, split: CTA (split s, request r, KV head h x row group) walks positions
+// CTA (split s, request r, KV head h x row group) walks positions
 // [s * chunk(L), min(L, (s + 1) * chunk(L))) of request r (split_kv_plan: a function of L and a
 // construction constant only). Its 16 packed rows are (token, query head of h's GQA group) pairs,
 // so a KV tile read from HBM serves the whole group. KV tiles of 64 positions are gathered through
 // block_table into a 3-stage cp.async pipeline; each warp takes a 16-position slice of every tile
 // with its own online softmax (bf16 mma.sync, fp32 accumulation), and at the end the 4 warps'
 // states are merged in shared memory in warp order. A request with a single split writes its bf16
-// output directly; otherwise the split writes its normalized fp32 partial output and log-sum-exp.
-// Kernel 2, combine: per (request, query head), weights 2^(lse_s - max) over the request's splits,
-// summed in split order. Both kernels exit for padded requests (seq_lens 0 or zero query tokens)
-// and for CTAs past the request's split count, so padded requests write nothing.
+// output directly; otherwise the split writes its normalized fp32 partial output and log-sum-exp
+// and counts itself in on its row group's arrival counter, and the CTA that brings the last split
+// combines the row group's rows: per (token, query head), weights 2^(lse_s - max) over the
+// request's splits, summed in split order from the workspace, so which CTA combines does not
+// change the bits. Combining there rather than in a second kernel saves a launch per layer (a
+// kernel's latency, 2-3 us, in a CUDA-graph decode step). Padded requests (seq_lens 0 or zero
+// query tokens) and CTAs past the request's split count or rows exit before writing or counting
+// anything, so padded requests write nothing.
 #include "attention/cuda/flash_attention_mma.h"
 #include "attention/cuda/split_kv_attention_kernels.h"
 #include "backend/cuda/cuda_check.h"
@@ -27,7 +31,7 @@ constexpr int kRows = kSplitKvRowsPerCta;
 static_assert(kSplitKvMaxSplits <= 32, "the combine holds one split per lane");
 static_assert(kWarps * 16 == kBN, "each warp owns a 16-position slice of a KV tile");
 
-// What both kernels derive identically from a request's metadata.
+// What the kernel derives from a request's metadata.
 struct RequestView {
   int q_begin, num_query, ctx;
   SplitKvPlan plan;
@@ -46,6 +50,52 @@ __device__ __forceinline__ bool view_request(const SplitKvParams& p, int req, Re
   return true;
 }
 
+// Merges the splits of this CTA's rows m0 .. m0 + valid_rows - 1 (row m: token m / group, query
+// head kv_head * group + m % group): one warp per row, rows to warps round-robin, lane s holding
+// split s. Other CTAs wrote most of the partials, so they are read from L2.
+template <int HD>
+__device__ __forceinline__ void combine_splits(const SplitKvParams& p, const RequestView& v, int kv_head, int m0,
+                                               int valid_rows, int group, int warp, int lane) {
+  static_assert(HD <= 128, "a lane holds 4 columns of a row");
+  const int64_t split_stride = static_cast<int64_t>(p.partial_rows) * p.num_heads;
+  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.out);
+  for (int row = warp; row < valid_rows; row += kWarps) {
+    const int m = m0 + row;
+    const int token = v.q_begin + m / group;
+    if (token >= p.num_tokens) continue;  // warp-uniform
+    const int head = kv_head * group + m % group;
+    const int64_t row_index = static_cast<int64_t>(token) * p.num_heads + head;
+    const float lse =
+        lane < v.plan.num_splits ? __ldcg(p.partial_lse + lane * split_stride + row_index) : -INFINITY;
+    float mx = lse;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, o));
+    const float base = mx == -INFINITY ? 0.0f : mx;
+    const float w = exp2f(lse - base);  // 0 for lanes past the split count
+    float total = w;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(kFullMask, total, o);
+    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+
+    const int c = lane * 4;
+    const bool active = c < HD;  // every lane runs every shuffle
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s = 0; s < v.plan.num_splits; ++s) {  // fixed split order
+      const float ws = __shfl_sync(kFullMask, w, s);
+      if (!active) continue;
+      const float4 x = __ldcg(reinterpret_cast<const float4*>(p.partial_out + (s * split_stride + row_index) * HD + c));
+      acc.x += ws * x.x;
+      acc.y += ws * x.y;
+      acc.z += ws * x.z;
+      acc.w += ws * x.w;
+    }
+    if (active) {
+      const uint2 packed = make_uint2(pack_bf16(acc.x * inv, acc.y * inv), pack_bf16(acc.z * inv, acc.w * inv));
+      *reinterpret_cast<uint2*>(out + row_index * HD + c) = packed;
+    }
+  }
+}
+
 // Q [16][HD] bf16, K [3][64][HD], V [3][64][HD]; after the walk the KV area holds the warps'
 // states for the merge: O [4][16][HD + 8] fp32 (8 floats of padding keep the float2 stores
 // conflict-free), then m [4][16] and l [4][16].
@@ -55,8 +105,8 @@ __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKv
   constexpr uint32_t kStageBytes = kBN * HD * 2;
   constexpr int kPitch = HD + 8;
   extern __shared__ __align__(128) unsigned char smem[];
-  // PDL: the combine kernel may launch now; this grid waits for the previous one (rope and the
-  // cache write) first, before any early exit, so that its completion implies that grid's.
+  // PDL: the next kernel (o_proj) may launch now; this grid waits for the previous one (rope and
+  // the cache write) first, before any early exit, so that its completion implies that grid's.
   fg::cuda::allow_dependent_grids();
   fg::cuda::wait_for_prerequisite_grids();
 
@@ -216,53 +266,20 @@ __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKv
       if (c4 == 0) p.partial_lse[partial_row] = sum > 0.0f ? base + log2f(sum) : -INFINITY;
     }
   }
-}
+  if (v.plan.num_splits == 1) return;
 
-// One warp per query token of request blockIdx.x, query head blockIdx.y; lane s holds split s.
-__global__ void __launch_bounds__(32 * kSplitKvMaxQueryLen) split_kv_combine_kernel(const SplitKvParams p,
-                                                                                    int row_groups) {
-  fg::cuda::allow_dependent_grids();  // PDL, as in split_kv_kernel
-  fg::cuda::wait_for_prerequisite_grids();
-  const int req = blockIdx.x, head = blockIdx.y;
-  RequestView v;
-  if (!view_request(p, req, v) || v.plan.num_splits <= 1) return;
-  const int tok = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int group = p.num_heads / p.num_kv_heads;
-  if (tok >= v.num_query || tok * group + head % group >= row_groups * kRows) return;  // warp-uniform
-  const int token = v.q_begin + tok;
-  if (token >= p.num_tokens) return;
-  const int64_t row_index = static_cast<int64_t>(token) * p.num_heads + head;
-  const int64_t split_stride = static_cast<int64_t>(p.partial_rows) * p.num_heads;
-  const float lse = lane < v.plan.num_splits ? p.partial_lse[lane * split_stride + row_index] : -INFINITY;
-  float mx = lse;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, o));
-  const float base = mx == -INFINITY ? 0.0f : mx;
-  const float w = exp2f(lse - base);  // 0 for lanes past the split count
-  float total = w;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(kFullMask, total, o);
-  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-
-  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.out);
-  for (int c0 = 0; c0 < p.head_dim; c0 += 128) {  // every lane runs every shuffle
-    const int c = c0 + lane * 4;
-    const bool active = c < p.head_dim;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int s = 0; s < v.plan.num_splits; ++s) {  // fixed split order
-      const float ws = __shfl_sync(kFullMask, w, s);
-      if (!active) continue;
-      const float4 x = *reinterpret_cast<const float4*>(p.partial_out + (s * split_stride + row_index) * p.head_dim + c);
-      acc.x += ws * x.x;
-      acc.y += ws * x.y;
-      acc.z += ws * x.z;
-      acc.w += ws * x.w;
-    }
-    if (active) {
-      const uint2 packed = make_uint2(pack_bf16(acc.x * inv, acc.y * inv), pack_bf16(acc.z * inv, acc.w * inv));
-      *reinterpret_cast<uint2*>(out + row_index * p.head_dim + c) = packed;
-    }
-  }
+  // Count this split in. Each thread's fence orders its partial rows before the barrier, and so
+  // before thread 0's count; the CTA whose count completes the row group combines every split.
+  __shared__ int brought_last_split;
+  int* row_group_arrivals = p.arrivals + static_cast<int64_t>(req) * gridDim.z + blockIdx.z;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) brought_last_split = atomicAdd(row_group_arrivals, 1) == v.plan.num_splits - 1;
+  __syncthreads();
+  if (!brought_last_split) return;
+  __threadfence();                                // the other splits' partials are read after their counts
+  if (threadIdx.x == 0) *row_group_arrivals = 0;  // re-armed for the next launch or graph replay
+  combine_splits<HD>(p, v, kv_head, m0, valid_rows, group, warp, lane);
 }
 
 template <int HD>
@@ -284,16 +301,13 @@ void split_kv_attention_prepare() {
 
 void launch_split_kv_attention(const SplitKvParams& p, cudaStream_t stream) {
   if (p.num_reqs == 0 || p.num_tokens == 0) return;  // an empty step: a shape, the same decision when captured
-  const int group = p.num_heads / p.num_kv_heads;
   const int max_query = p.num_tokens < kSplitKvMaxQueryLen ? p.num_tokens : kSplitKvMaxQueryLen;
-  const int row_groups = (max_query * group + kRows - 1) / kRows;
+  const int row_groups = split_kv_row_groups(max_query, p.num_heads / p.num_kv_heads);
   switch (p.head_dim) {
     case 64: launch<64>(p, row_groups, stream); break;
     case 128: launch<128>(p, row_groups, stream); break;
     default: FG_CUDA_CHECK(cudaErrorInvalidValue);  // refused at construction
   }
-  const dim3 grid(static_cast<unsigned>(p.num_reqs), static_cast<unsigned>(p.num_heads));
-  fg::cuda::launch_with_pdl(split_kv_combine_kernel, grid, dim3(32 * kSplitKvMaxQueryLen), 0, stream, p, row_groups);
 }
 
 }  // namespace fg::attn

@@ -1,5 +1,5 @@
 // attention/cuda/split_kv_attention_kernels.h — launcher and split policy of the `split_kv`
-// (flash-decoding) kernels: plain pointers and sizes, no Tensor (core/tensor.h pulls in fmt, which
+// (flash-decoding) kernel: plain pointers and sizes, no Tensor (core/tensor.h pulls in fmt, which
 // nvcc cannot compile). The backend class in split_kv_attention.cpp validates tensors, owns the
 // workspace and fills SplitKvParams.
 #pragma once
@@ -46,6 +46,7 @@ struct SplitKvParams {
   void* out;               // BF16 [num_tokens, num_heads * head_dim]
   float* partial_out;      // F32 [max_splits, partial_rows, num_heads, head_dim], normalized per split
   float* partial_lse;      // F32 [max_splits, partial_rows, num_heads], log2-domain log-sum-exp
+  int* arrivals;           // I32 [num_reqs, num_kv_heads * row_groups]: splits done; 0 between launches
   int num_tokens;          // rows of q and out (padded under a graph); <= partial_rows
   int num_reqs;            // entries of seq_lens (padded under a graph)
   int num_heads, num_kv_heads, head_dim;
@@ -56,17 +57,26 @@ struct SplitKvParams {
   int partial_rows;        // rows of the workspace
 };
 
+// CTAs per KV head that hold the packed (token, query head) rows of a request of up to
+// `query_len` tokens with `group` query heads per KV head: the grid's z extent per KV head, and
+// the number of arrival counters per request and KV head.
+constexpr int split_kv_row_groups(int query_len, int group) {
+  return (query_len * group + kSplitKvRowsPerCta - 1) / kSplitKvRowsPerCta;
+}
+
 // Shared memory of the split kernel for a head dim (for the attribute and describe()).
 constexpr int split_kv_smem_bytes(int head_dim) {
   return (kSplitKvRowsPerCta + 2 * 3 * kSplitKvTileN) * head_dim * 2;
 }
 
-// Raises the kernels' dynamic shared-memory limit; once, at construction. Raises fg::Error.
+// Raises the kernel's dynamic shared-memory limit; once, at construction. Raises fg::Error.
 void split_kv_attention_prepare();
 
 // Enqueues the split kernel, grid (max_splits, num_reqs, nkv * row_groups) with row_groups =
-// ceil(min(4, num_tokens) * G / 16), then the combine kernel, grid (num_reqs, num_heads); all from
-// shapes and construction constants. Checks each launch and raises fg::Error.
+// split_kv_row_groups(min(4, num_tokens), G), from shapes and construction constants. One launch:
+// the last split CTA of each row group combines the splits (no combine kernel, so no second
+// launch's latency per layer). params.arrivals must be zero, as construction leaves it and every
+// launch leaves it again. Checks the launch and raises fg::Error.
 void launch_split_kv_attention(const SplitKvParams& params, cudaStream_t stream);
 
 }  // namespace fg::attn

@@ -71,6 +71,9 @@ StreamedLinear::StreamedLinear(int sm_count) : sm_count_(sm_count), maps_(std::m
   FG_CUDA_CHECK(cudaMalloc(&slice_sums_, units * kStreamedSliceSumFloats * sizeof(float)));
   FG_CUDA_CHECK(cudaMalloc(&arrivals_, units * sizeof(int)));
   FG_CUDA_CHECK(cudaMemset(arrivals_, 0, units * sizeof(int)));
+  // The memset runs on the legacy stream, which does not order the non-blocking streams that
+  // launch the kernel: finish it here.
+  FG_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 StreamedLinear::~StreamedLinear() {
