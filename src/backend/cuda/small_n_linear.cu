@@ -5,8 +5,8 @@
 // values, and fp32 FMAs on the CUDA cores would need about the whole SM's FMA rate to keep up
 // with 4.3 TB/s of weights; mma.sync does the same work in a few instructions per 512 bytes.
 //
-// Layout. A block owns 8 weight rows (the n8 side of mma.m16n8k16) and all n token rows (the
-// m16 side; rows >= n are fed as zeros). Lane (g = lane / 4, t = lane % 4) loads 16 bytes of
+// Layout. A block owns a tile of 8 weight rows (the n8 side of mma.m16n8k16; two tiles at n > 8,
+// see tiles_per_block) and all n token rows (the m16 side; rows >= n are fed as zeros). Lane (g = lane / 4, t = lane % 4) loads 16 bytes of
 // weight row g and of token rows g and g + 8 at k = 32 s + 8 t for each k-step s. A dot product
 // does not care in which order k is visited as long as both operands agree, so those 8
 // contiguous values serve as the fragment pairs (k 2t.., k 2t+8..) of two mma k16 steps: the
@@ -68,36 +68,48 @@ __device__ __forceinline__ void cp_async_wait() {
 // kStages > 0: a per-lane ring of kStages groups in shared memory filled by cp.async, so that
 // kStages - 1 groups stay in flight without holding registers (a lane reads back only what it
 // copied itself: no barrier).
+// Weight tiles of 8 rows per block: two when token rows 8..15 are present and the weights come
+// through registers, so that each token fragment (two 16-byte loads per lane at n > 8) serves two
+// tiles' mma rather than one. Each tile's sums keep their order (the same warps visit the same
+// k-steps), so the rows' bits do not depend on it.
+constexpr int tiles_per_block(bool upper_half, int stages) { return upper_half && stages == 0 ? 2 : 1; }
+
 // kUpperHalf: token rows 8..15 are present (n > 8); without it their fragments are constant zeros.
+// Two-tile blocks may use up to 128 registers per thread (one block of 16 warps per SM): their
+// group of weights alone takes 32.
 template <bool kUpperHalf, int kStages, int kGroup, typename OutT>
-__global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const bf16* __restrict__ x,
-                                                                      const bf16* __restrict__ w,
-                                                                      const bf16* __restrict__ bias,
-                                                                      const LinearOutputs out, int n, int in,
-                                                                      int out_features) {
-  __shared__ float partial[kMaxWarps][4][32];  // [warp][accumulator][lane]
-  extern __shared__ uint4 ring[];              // [warp][stage][kGroup][lane] when kStages > 0
+__global__ void __launch_bounds__(kMaxWarps * 32, tiles_per_block(kUpperHalf, kStages) == 2 ? 1 : 2)
+    small_n_linear_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, const bf16* __restrict__ bias,
+                          const LinearOutputs out, int n, int in, int out_features) {
+  constexpr int kTiles = tiles_per_block(kUpperHalf, kStages);
+  __shared__ float partial[kMaxWarps][kTiles][4][32];  // [warp][tile][accumulator][lane]
+  extern __shared__ uint4 ring[];                      // [warp][stage][kGroup][lane] when kStages > 0
   allow_dependent_grids();  // see the PDL note at the main loop
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int row0 = blockIdx.x * kRowsPerBlock;
+  const int row0 = blockIdx.x * kRowsPerBlock * kTiles;
 
   // Rows past the end (a last, partial block) read the last row; their results are dropped. Token
   // rows past n read row 0 (the same addresses as lanes that need it: no extra traffic) and are
   // zeroed after the load, so that no load waits on a predicate.
-  const bf16* w_lane = w + static_cast<int64_t>(min(row0 + g, out_features - 1)) * in + t * 8;
+  const bf16* w_lane[kTiles];
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j)
+    w_lane[j] = w + static_cast<int64_t>(min(row0 + j * kRowsPerBlock + g, out_features - 1)) * in + t * 8;
   const bool has_lo = g < n, has_hi = kUpperHalf && g + 8 < n;
   const bf16* x_lo = x + static_cast<int64_t>(has_lo ? g : 0) * in + t * 8;
   const bf16* x_hi = x + static_cast<int64_t>(has_hi ? g + 8 : 0) * in + t * 8;
   const uint4 zero = make_uint4(0, 0, 0, 0);
 
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  auto step = [&](const uint4& wv, uint4 lo, uint4 hi) {
+  float acc[kTiles][4] = {};
+  // One k-step: wv[j] holds tile j's weights (wv[1] is unused with one tile).
+  auto step = [&](const uint4 (&wv)[2], uint4 lo, uint4 hi) {
     if (!has_lo) lo = zero;
     if (!has_hi) hi = zero;
-    mma_k32_slice(acc, lo, hi, wv);
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) mma_k32_slice(acc[j], lo, hi, wv[j]);
   };
-  auto compute_group = [&](int k, const uint4 (&wv)[kGroup]) {
+  auto compute_group = [&](int k, const uint4 (&wv)[kGroup][2]) {
     uint4 lo[kGroup], hi[kGroup];
 #pragma unroll
     for (int u = 0; u < kGroup; ++u) {
@@ -106,6 +118,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const
     }
 #pragma unroll
     for (int u = 0; u < kGroup; ++u) step(wv[u], lo[u], hi[u]);
+  };
+  auto load_group = [&](int k, uint4 (&wv)[kGroup][2]) {
+#pragma unroll
+    for (int u = 0; u < kGroup; ++u)
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) wv[u][j] = load_weights(w_lane[j] + k + u * 32);
   };
 
   // Main loop: groups of kGroup consecutive whole k-steps, dealt to the warps round-robin.
@@ -117,9 +135,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const
     int first = warp;
     if (first < groups) {
       const int k = first * kGroup * 32;
-      uint4 wv[kGroup];
-#pragma unroll
-      for (int u = 0; u < kGroup; ++u) wv[u] = load_weights(w_lane + k + u * 32);
+      uint4 wv[kGroup][2];
+      load_group(k, wv);
       wait_for_prerequisite_grids();
       compute_group(k, wv);
       first += warps;
@@ -128,18 +145,18 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const
     }
     for (int group = first; group < groups; group += warps) {
       const int k = group * kGroup * 32;
-      uint4 wv[kGroup];
-#pragma unroll
-      for (int u = 0; u < kGroup; ++u) wv[u] = load_weights(w_lane + k + u * 32);
+      uint4 wv[kGroup][2];
+      load_group(k, wv);
       compute_group(k, wv);
     }
   } else {
     uint4* my_ring = ring + warp * kStages * kGroup * 32 + lane;  // slot (stage, u) at [(stage * kGroup + u) * 32]
+    static_assert(kTiles == 1, "the ring holds one tile's weights");
     auto issue = [&](int group, int stage) {
       if (group < groups) {
 #pragma unroll
         for (int u = 0; u < kGroup; ++u)
-          cp_async_16(my_ring + (stage * kGroup + u) * 32, w_lane + group * kGroup * 32 + u * 32);
+          cp_async_16(my_ring + (stage * kGroup + u) * 32, w_lane[0] + group * kGroup * 32 + u * 32);
       }
       cp_async_commit();  // empty groups too, so that the wait count below stays exact
     };
@@ -150,9 +167,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const
     for (int group = warp; group < groups; group += warps) {
       issue(group + (kStages - 1) * warps, (stage + kStages - 1) % kStages);
       cp_async_wait<kStages - 1>();
-      uint4 wv[kGroup];
+      uint4 wv[kGroup][2];
 #pragma unroll
-      for (int u = 0; u < kGroup; ++u) wv[u] = my_ring[(stage * kGroup + u) * 32];
+      for (int u = 0; u < kGroup; ++u) wv[u][0] = my_ring[(stage * kGroup + u) * 32];
       compute_group(group * kGroup * 32, wv);
       stage = (stage + 1) % kStages;
     }
@@ -163,30 +180,37 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) small_n_linear_kernel(const
   for (int s = groups * kGroup + warp; s < steps; s += warps) {
     const int k = s * 32;
     const bool in_range = k + t * 8 < in;
-    step(in_range ? load_weights(w_lane + k) : zero, in_range ? load_tokens(x_lo + k) : zero,
-         kUpperHalf && in_range ? load_tokens(x_hi + k) : zero);
+    uint4 wv[2];
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) wv[j] = in_range ? load_weights(w_lane[j] + k) : zero;
+    step(wv, in_range ? load_tokens(x_lo + k) : zero, kUpperHalf && in_range ? load_tokens(x_hi + k) : zero);
   }
 
 #pragma unroll
-  for (int i = 0; i < 4; ++i) partial[warp][i][lane] = acc[i];
-  __syncthreads();
-  if (warp != 0) return;
+  for (int j = 0; j < kTiles; ++j)
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    float sum = partial[0][i][lane];
-    for (int other = 1; other < warps; ++other) sum += partial[other][i][lane];
-    // Accumulator i of lane (g, t): token row g (+8 for i >= 2), weight row 2t (+1 for odd i).
-    const int token = g + (i >> 1) * 8, row = row0 + 2 * t + (i & 1);
-    if (token >= n || row >= out_features) continue;
-    if (bias != nullptr) sum += __bfloat162float(bias[row]);
-    store(out.at<OutT>(token, row), sum);
+    for (int i = 0; i < 4; ++i) partial[warp][j][i][lane] = acc[j][i];
+  __syncthreads();
+  // Warp j sums tile j, over the warps in warp order.
+  for (int tile = warp; tile < kTiles; tile += warps) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float sum = partial[0][tile][i][lane];
+      for (int other = 1; other < warps; ++other) sum += partial[other][tile][i][lane];
+      // Accumulator i of lane (g, t): token row g (+8 for i >= 2), weight row 2t (+1 for odd i).
+      const int token = g + (i >> 1) * 8, row = row0 + tile * kRowsPerBlock + 2 * t + (i & 1);
+      if (token >= n || row >= out_features) continue;
+      if (bias != nullptr) sum += __bfloat162float(bias[row]);
+      store(out.at<OutT>(token, row), sum);
+    }
   }
 }
 
 template <bool kUpperHalf, int kStages, int kGroup, typename OutT>
 void launch_typed(const bf16* x, const bf16* w, const bf16* bias, const LinearOutputs& out, int64_t n, int64_t in,
                   int64_t out_features, int warps, cudaStream_t stream) {
-  const int64_t blocks = (out_features + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t block_rows = kRowsPerBlock * tiles_per_block(kUpperHalf, kStages);
+  const int64_t blocks = (out_features + block_rows - 1) / block_rows;
   const int ring_bytes = warps * kStages * kGroup * 32 * static_cast<int>(sizeof(uint4));
   auto* kernel = small_n_linear_kernel<kUpperHalf, kStages, kGroup, OutT>;
   if (ring_bytes > 48 * 1024)
