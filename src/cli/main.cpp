@@ -1,6 +1,7 @@
 // cli/main.cpp — the `fullgraph` executable: subcommand dispatch and the top-level error report.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/bench_latency_command.h"
 #include "cli/bench_serve_command.h"
@@ -47,8 +48,13 @@ void add_bench_kernels_command(CLI::App& app) {
   cmd->add_option("--json", *json, "Write the numbers to this JSON file (empty: don't)")->capture_default_str();
   cmd->add_option("--attention", *attention, "GPU attention for the decode steps: flash | split_kv | reference")
       ->capture_default_str();
-  cmd->callback([json, attention] {
-    if (const int rc = fg::cuda::run_kernel_benchmarks(*json, *attention); rc != 0) throw CLI::RuntimeError(rc);
+  auto tables = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--tables", *tables,
+                  fmt::format("Run only these tables (default: all): {}", fmt::join(fg::cuda::kernel_benchmark_tables(), ", ")))
+      ->delimiter(',');
+  cmd->callback([json, attention, tables] {
+    if (const int rc = fg::cuda::run_kernel_benchmarks(*json, *attention, *tables); rc != 0)
+      throw CLI::RuntimeError(rc);
   });
 }
 #endif

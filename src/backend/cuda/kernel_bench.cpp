@@ -10,6 +10,7 @@
 #include "backend/cuda/kernel_bench.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +23,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/fill_kernels.h"
 #include "backend/cuda/small_n_linear.h"
+#include "backend/cuda/step_breakdown.h"
 #include "backend/cuda/streamed_linear.h"
 #include "model/llama_model.h"
 #include "runner/host_step.h"
@@ -403,6 +405,21 @@ ModelWeights random_weights(CudaBackend& backend, const ModelConfig& c) {
   return w;
 }
 
+// The table of a step breakdown (step_breakdown.h), kernels in the order they first run.
+nlohmann::json print_breakdown(const std::string& model, const StepBreakdown& b) {
+  fmt::print("  where the graph replay of {}'s batch-1 step goes ({:.1f} us; each kernel's time added to the\n"
+             "  chain, from replays of its prefixes; the first kernel's includes the graph launch):\n",
+             model, b.step_us);
+  fmt::print("  {:<56} {:>8} {:>9} {:>9} {:>6}\n", "kernel", "launches", "us", "us each", "share");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const KernelShare& k : b.kernels) {
+    fmt::print("  {:<56} {:>8} {:>9.1f} {:>9.2f} {:>5.1f}%\n", k.name, k.launches, k.us, k.us / k.launches,
+               100 * k.us / b.step_us);
+    rows.push_back({{"kernel", k.name}, {"launches", k.launches}, {"us", k.us}});
+  }
+  return {{"step_us", b.step_us}, {"kernels", rows}};
+}
+
 nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& attention) {
   constexpr int64_t kContext = 512, kBlockSize = 16, kMaxBatch = 64;
   constexpr int64_t kBlocksPerRequest = kContext / kBlockSize;
@@ -436,6 +453,9 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
         chunks.push_back(chunk);
       }
       DeviceStep step = upload_step(backend, build_host_step(chunks, kBlockSize, kBlocksPerRequest));
+      // Every request runs one query token, as the runner tells the attention backend for a
+      // uniform-decode bucket (split_kv serves only those; without it the step runs its flash).
+      step.inputs.attention.uniform_query_len = 1;
       const double eager_ms = time_ms(backend.stream(), 3, 20, [&] { model.forward(step.inputs, kv); });
       double graph_ms = NAN;
       try {
@@ -455,6 +475,9 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
       rows.push_back({{"model", m.name}, {"batch", batch}, {"context", kContext}, {"attention", attention},
                       {"eager_ms", eager_ms},
                       {"graph_ms", std::isnan(graph_ms) ? nlohmann::json() : nlohmann::json(graph_ms)}});
+      if (batch == 1 && !std::isnan(graph_ms))
+        rows.back()["breakdown"] = print_breakdown(
+            m.name, breakdown_captured_step(backend.stream(), [&] { model.forward(step.inputs, kv); }, 30));
     }
     backend.synchronize();
   }
@@ -463,7 +486,21 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
 
 }  // namespace
 
-int run_kernel_benchmarks(const std::string& json_out, const std::string& attention) {
+const std::vector<std::string>& kernel_benchmark_tables() {
+  static const std::vector<std::string> tables = {"linear",       "gated_mlp",    "streamed_k_slices",
+                                                  "streamed_blocks_per_sm", "direct_warps", "decode_step"};
+  return tables;
+}
+
+int run_kernel_benchmarks(const std::string& json_out, const std::string& attention,
+                          const std::vector<std::string>& tables) {
+  const std::vector<std::string>& known = kernel_benchmark_tables();
+  for (const std::string& t : tables)
+    FG_CHECK(std::find(known.begin(), known.end(), t) != known.end(),
+             "bench kernels: no table named '{}' (known: {})", t, fmt::join(known, ", "));
+  auto wanted = [&](const char* t) {
+    return tables.empty() || std::find(tables.begin(), tables.end(), t) != tables.end();
+  };
   CudaBackend backend(0);
   cudaDeviceProp prop{};
   FG_CUDA_CHECK(cudaGetDeviceProperties(&prop, backend.device_index()));
@@ -474,12 +511,12 @@ int run_kernel_benchmarks(const std::string& json_out, const std::string& attent
   nlohmann::json result;
   result["device"] = prop.name;
   result["copy_gbps"] = copy_gbps;
-  result["linear"] = bench_linears(backend, copy_gbps);
-  result["gated_mlp"] = bench_gated_mlp(backend, copy_gbps);
-  result["streamed_k_slices"] = bench_streamed_k_slices(backend);
-  result["streamed_blocks_per_sm"] = bench_streamed_blocks_per_sm(backend);
-  result["direct_warps"] = bench_direct_warps(backend);
-  result["decode_step"] = bench_decode_steps(backend, attention);
+  if (wanted("linear")) result["linear"] = bench_linears(backend, copy_gbps);
+  if (wanted("gated_mlp")) result["gated_mlp"] = bench_gated_mlp(backend, copy_gbps);
+  if (wanted("streamed_k_slices")) result["streamed_k_slices"] = bench_streamed_k_slices(backend);
+  if (wanted("streamed_blocks_per_sm")) result["streamed_blocks_per_sm"] = bench_streamed_blocks_per_sm(backend);
+  if (wanted("direct_warps")) result["direct_warps"] = bench_direct_warps(backend);
+  if (wanted("decode_step")) result["decode_step"] = bench_decode_steps(backend, attention);
   if (!json_out.empty()) {
     std::ofstream(json_out) << result.dump(2) << "\n";
     fmt::print("\nwritten to {}\n", json_out);

@@ -4,11 +4,18 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace fg::cuda {
 
-// Runs every benchmark on CUDA device 0 with the GPU attention backend `attention` for the decode
-// steps; writes the numbers to `json_out` (nothing when empty). Returns a process exit code.
-int run_kernel_benchmarks(const std::string& json_out, const std::string& attention);
+// The tables run_kernel_benchmarks can run, by the names of their JSON keys, in the order it runs them.
+const std::vector<std::string>& kernel_benchmark_tables();
+
+// Runs the benchmarks named in `tables` (all of them when empty; see kernel_benchmark_tables) on
+// CUDA device 0 with the GPU attention backend `attention` for the decode steps; writes the
+// numbers to `json_out` (nothing when empty). Returns a process exit code; raises fg::Error for a
+// table name it does not know.
+int run_kernel_benchmarks(const std::string& json_out, const std::string& attention,
+                          const std::vector<std::string>& tables);
 
 }  // namespace fg::cuda
