@@ -24,6 +24,7 @@
 
 #include "attention/cuda/attention_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/graph_timing.h"
 #include "core/error.h"
 
 namespace fg {
@@ -76,24 +77,7 @@ struct Cache {
 
 // Median per-run time in microseconds of a graph holding `runs` run() calls.
 double time_graph(cudaGraphExec_t exec, cudaStream_t stream, int runs, int reps) {
-  cudaEvent_t start, stop;
-  FG_CUDA_CHECK(cudaEventCreate(&start));
-  FG_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 3; ++i) FG_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    FG_CUDA_CHECK(cudaEventRecord(start, stream));
-    FG_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    FG_CUDA_CHECK(cudaEventRecord(stop, stream));
-    FG_CUDA_CHECK(cudaEventSynchronize(stop));
-    float t = 0;
-    FG_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-    ms.push_back(t);
-  }
-  FG_CUDA_CHECK(cudaEventDestroy(start));
-  FG_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2] * 1000.0 / runs;
+  return cuda::median_graph_launch_us(exec, stream, reps) / runs;
 }
 
 // A step of `batch` requests, each owning `query_len` tokens and a context of `context`; `sets`

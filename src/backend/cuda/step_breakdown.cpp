@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/graph_timing.h"
 #include "core/error.h"
 
 namespace fg::cuda {
@@ -85,7 +86,7 @@ std::vector<cudaGraphNode_t> chain_order(cudaGraph_t graph) {
 
 // Median replay time, in microseconds, of the graph of order's first `keep` nodes.
 double prefix_us(cudaGraph_t graph, const std::vector<cudaGraphNode_t>& order, size_t keep, cudaStream_t stream,
-                 int reps, cudaEvent_t start, cudaEvent_t stop) {
+                 int reps) {
   cudaGraph_t prefix = nullptr;
   FG_CUDA_CHECK(cudaGraphClone(&prefix, graph));
   for (size_t i = order.size(); i-- > keep;) {  // from the end: a node's dependents go first
@@ -97,20 +98,9 @@ double prefix_us(cudaGraph_t graph, const std::vector<cudaGraphNode_t>& order, s
   const cudaError_t made = cudaGraphInstantiate(&exec, prefix, 0);
   cudaGraphDestroy(prefix);
   FG_CUDA_CHECK(made);
-  constexpr int kWarmup = 3;
-  std::vector<double> times;
-  for (int r = 0; r < kWarmup + reps; ++r) {
-    FG_CUDA_CHECK(cudaEventRecord(start, stream));
-    FG_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    FG_CUDA_CHECK(cudaEventRecord(stop, stream));
-    FG_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0.0f;
-    FG_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    if (r >= kWarmup) times.push_back(1000.0 * ms);
-  }
+  const double us = median_graph_launch_us(exec, stream, reps);
   cudaGraphExecDestroy(exec);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return us;
 }
 
 }  // namespace
@@ -131,14 +121,11 @@ StepBreakdown breakdown_captured_step(cudaStream_t stream, const std::function<v
   std::unique_ptr<CUgraph_st, decltype(&cudaGraphDestroy)> owned(graph, &cudaGraphDestroy);
   const std::vector<cudaGraphNode_t> order = chain_order(graph);
 
-  cudaEvent_t start = nullptr, stop = nullptr;
-  FG_CUDA_CHECK(cudaEventCreate(&start));
-  FG_CUDA_CHECK(cudaEventCreate(&stop));
   StepBreakdown result;
   std::map<std::string, size_t> index;  // name -> its row in result.kernels
   double before = 0.0;                  // the empty prefix takes no time
   for (size_t k = 1; k <= order.size(); ++k) {
-    const double now = prefix_us(graph, order, k, stream, reps, start, stop);
+    const double now = prefix_us(graph, order, k, stream, reps);
     const std::string name = node_name(order[k - 1]);
     auto [it, added] = index.emplace(name, result.kernels.size());
     if (added) result.kernels.push_back({name, 0, 0.0});
@@ -148,8 +135,6 @@ StepBreakdown breakdown_captured_step(cudaStream_t stream, const std::function<v
     before = now;
   }
   result.step_us = before;
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   return result;
 }
 

@@ -1,0 +1,34 @@
+// backend/cuda/graph_timing.cpp — see graph_timing.h.
+#include "backend/cuda/graph_timing.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "backend/cuda/cuda_check.h"
+#include "core/error.h"
+
+namespace fg::cuda {
+
+double median_graph_launch_us(cudaGraphExec_t exec, cudaStream_t stream, int reps, int warmup) {
+  FG_CHECK(reps >= 1, "graph timing: reps must be positive, got {}", reps);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  FG_CUDA_CHECK(cudaEventCreate(&start));
+  FG_CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < warmup; ++i) FG_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  std::vector<double> us;
+  for (int i = 0; i < reps; ++i) {
+    FG_CUDA_CHECK(cudaEventRecord(start, stream));
+    FG_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    FG_CUDA_CHECK(cudaEventRecord(stop, stream));
+    FG_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    FG_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    us.push_back(1000.0 * ms);
+  }
+  FG_CUDA_CHECK(cudaEventDestroy(start));
+  FG_CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+}  // namespace fg::cuda

@@ -1,0 +1,12 @@
+// backend/cuda/graph_timing.h — the timing of an instantiated CUDA graph that the benchmarks share.
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace fg::cuda {
+
+// Median time in microseconds of one launch of `exec` on `stream` (CUDA events around each
+// launch), over `reps` timed launches after `warmup` untimed ones. Raises fg::Error on a CUDA error.
+double median_graph_launch_us(cudaGraphExec_t exec, cudaStream_t stream, int reps, int warmup = 3);
+
+}  // namespace fg::cuda
