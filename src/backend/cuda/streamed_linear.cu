@@ -232,10 +232,9 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int stage = item % stages;
       unsigned char* base = ring + stage * stage_bytes;
       if (copy_weights) {
-        // before any copy lands
+        // The stage's bytes are announced before any copy lands. Gated, the up tiles lie
+        // tiles_total tiles below their gate tiles, and land pass_tiles tiles after them.
         mbarrier_arrive_expect_tx(&full[stage], token_bytes + kTilesPerUnit * p.tiles * kTileBytes);
-        // Gated, the up tiles lie tiles_total tiles below their gate tiles, and land pass_tiles
-        // tiles after them in the stage.
         for (int part = 0; part < kTilesPerUnit; ++part) {
           unsigned char* dst = base + kSlotBytes + part * pass_tiles * kTileBytes;
           const int64_t first_tile = p.tile0 + part * tiles_total;
