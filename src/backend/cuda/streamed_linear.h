@@ -77,20 +77,22 @@ inline int streamed_blocks_per_sm(int64_t out_features, int k_slices, int64_t n,
 // - when each of the 2 x sm_count blocks gets about 4 tiles of 8 rows or more (on an H200, 7920
 //   rows: the LM heads and the gate/up of both Llama shapes), where it reads at 77-101% of the
 //   copy bandwidth;
-// - or when its rows are long (in >= 8192) and it holds 32 MB or more (the down_proj of both
-//   shapes), cut into slices of k: there the direct kernel falls to 59% (1B) and 80% (8B) of copy
-//   at M = 16, and the streamed one holds 65% and 88%. It gives up a little at M = 1 on the 1B
-//   down_proj (11.4 us against the direct kernel's 10.8; cuBLASLt 12.8). The 8B q/o_proj (32 MB,
-//   k = 4096) stay direct: 10.7 us against 11.3 at M = 1;
-// - or when it holds 48 MB or more: the 8B q/k/v run as one matmul (6144 x 4096), 14.9 / 15.3 us
-//   at M = 1 / 16 against the direct kernel's 16.2 / 18.2 (cuBLASLt 15.1 / 15.4; 2026-12-01,
-//   session 5).
+// - or when it holds 32 MB or more (the down_proj of both shapes, the 8B q/k/v span, q_proj and
+//   o_proj), cut into slices of k where it has few rows. Alone, back to back, the streamed kernel
+//   wins on the long rows (down_proj: the direct kernel falls to 59% (1B) and 80% (8B) of copy at
+//   M = 16, the streamed one holds 65% and 88%) and the 8B q/k/v span (14.9 / 15.3 us at M = 1 /
+//   16 against 16.2 / 18.2), and loses a little on the 8B q/o_proj (11.1 against 10.7 us at M =
+//   1). In the decode step it wins there too: its blocks request their whole ring of weights
+//   before the PDL wait, and after RoPE and attention, which leave the shared memory free, the
+//   ring holds most of a 32 MB weight, where the direct kernel's registers hold a group per warp.
+//   Measured (bench/RESULTS.md, 2026-12-01 session 6, run 11, graph replay): the 8B o_proj 15.2 ->
+//   12.1 us in the step, the step 4.648 -> 4.488 ms at batch 1, 4.766 -> 4.514 at batch 8, level
+//   at 64. Below 32 MB the direct kernel stays: streamed, the 1B q/k/v span and o_proj made the 1B
+//   step 1.020 -> 1.069 ms.
 // A function of the shape and device alone, so graph and eager runs of any n pick the same kernel.
 inline bool prefers_streamed_linear(int64_t out_features, int64_t in, int sm_count) {
-  constexpr int64_t kMinSplitElements = int64_t{16} << 20;  // 32 MB of BF16
-  constexpr int64_t kMinLargeElements = int64_t{24} << 20;  // 48 MB of BF16
-  return out_features >= int64_t{60} * sm_count || (in >= 8192 && out_features * in >= kMinSplitElements) ||
-         out_features * in >= kMinLargeElements;
+  constexpr int64_t kMinStreamedElements = int64_t{16} << 20;  // 32 MB of BF16
+  return out_features >= int64_t{60} * sm_count || out_features * in >= kMinStreamedElements;
 }
 
 // Whether StreamedLinear::run_gated takes a gate/up span of these sizes: the span is one the
