@@ -176,7 +176,6 @@ std::vector<WeightSpec> expected_weights(const ModelConfig& c) {
   return specs;
 }
 
-
 ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Checkpoint> checkpoint_ptr,
                           Backend& backend) {
   const Checkpoint& checkpoint = *checkpoint_ptr;

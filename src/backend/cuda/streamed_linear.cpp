@@ -49,6 +49,11 @@ CUtensorMap tensor_map(const __nv_bfloat16* data, int64_t rows, int64_t in, uint
   return map;
 }
 
+void check_blocks_per_sm(int blocks_per_sm) {
+  FG_CHECK(blocks_per_sm >= 1 && blocks_per_sm <= kStreamedBlocksPerSm,
+           "cuda backend: the streamed linear runs 1 to {} blocks per SM, not {}", kStreamedBlocksPerSm, blocks_per_sm);
+}
+
 }  // namespace
 
 struct StreamedLinear::Maps {
@@ -62,6 +67,20 @@ struct StreamedLinear::Maps {
     auto it = maps.find(key);
     if (it == maps.end()) it = maps.emplace(key, tensor_map(data, rows, in, box_rows, what)).first;
     return it->second;
+  }
+
+  // The three maps a launch reads: the weight w [rows, in] in tiles and in passes of pass_tiles
+  // tiles (a full pass's tiles are adjacent rows: one copy brings them all), and the n token rows
+  // of x. The token box is n rows high: rows n..15 of a stage's token slot are never written, and
+  // feed only output rows past n (each output row of the tensor core reads its own token row).
+  struct Launch {
+    const CUtensorMap &weights, &tokens, &pass_weights;
+  };
+  Launch for_launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int64_t rows, int64_t in, int64_t n,
+                    int pass_tiles) {
+    return {find_or_make(weights, w, rows, in, kStreamedBoxRows, "weight"),
+            find_or_make(tokens, x, n, in, static_cast<uint32_t>(n), "token rows"),
+            find_or_make(weights, w, rows, in, static_cast<uint32_t>(pass_tiles * kStreamedBoxRows), "weight")};
   }
 };
 
@@ -94,19 +113,11 @@ void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const _
            "cuda backend: the streamed linear cannot cut k = {} into {} slices over {} rows (at most {} chunks of {}, "
            "and {} tile slices)",
            in, k_slices, out_features, chunks, kStreamedBoxK, streamed_full_pass_units(sm_count_));
-  FG_CHECK(blocks_per_sm >= 1 && blocks_per_sm <= kStreamedBlocksPerSm,
-           "cuda backend: the streamed linear runs 1 to {} blocks per SM, not {}", kStreamedBlocksPerSm, blocks_per_sm);
-  const CUtensorMap& weights = Maps::find_or_make(maps_->weights, w, out_features, in, kStreamedBoxRows, "weight");
-  // The token box is n rows high: rows n..15 of a stage's token slot are never written, and feed
-  // only output rows past n (each output row of the tensor core reads its own token row).
-  const CUtensorMap& tokens = Maps::find_or_make(maps_->tokens, x, n, in, static_cast<uint32_t>(n), "token rows");
-  // A full pass's tiles are adjacent rows: one copy of pass_tiles x 8 rows brings them all.
+  check_blocks_per_sm(blocks_per_sm);
   const StreamedGrid grid = streamed_grid(out_features, k_slices, blocks_per_sm, sm_count_);
-  const CUtensorMap& pass_weights = Maps::find_or_make(maps_->weights, w, out_features, in,
-                                                       static_cast<uint32_t>(grid.pass_tiles * kStreamedBoxRows),
-                                                       "weight");
-  launch_streamed_linear(weights, tokens, pass_weights, bias, out, out_f32, n, in, out_features, k_slices, grid,
-                         slice_sums_, arrivals_, stream);
+  const Maps::Launch maps = maps_->for_launch(x, w, out_features, in, n, grid.pass_tiles);
+  launch_streamed_linear(maps.weights, maps.tokens, maps.pass_weights, bias, out, out_f32, n, in, out_features,
+                         k_slices, grid, slice_sums_, arrivals_, stream);
 }
 
 void StreamedLinear::run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int64_t n,
@@ -116,15 +127,10 @@ void StreamedLinear::run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, _
            "cuda backend: the gated streamed linear does not take a {} x {} gate/up span", 2 * intermediate, in);
   // The span's own choice, so that a gated run reads like the plain run of the span.
   if (blocks_per_sm == 0) blocks_per_sm = streamed_blocks_per_sm(2 * intermediate, 1, n, sm_count_);
-  FG_CHECK(blocks_per_sm >= 1 && blocks_per_sm <= kStreamedBlocksPerSm,
-           "cuda backend: the streamed linear runs 1 to {} blocks per SM, not {}", kStreamedBlocksPerSm, blocks_per_sm);
-  const int64_t rows = 2 * intermediate;
-  const CUtensorMap& weights = Maps::find_or_make(maps_->weights, w, rows, in, kStreamedBoxRows, "weight");
-  const CUtensorMap& tokens = Maps::find_or_make(maps_->tokens, x, n, in, static_cast<uint32_t>(n), "token rows");
+  check_blocks_per_sm(blocks_per_sm);
   const StreamedGrid grid = streamed_gated_grid(intermediate, blocks_per_sm, sm_count_);
-  const CUtensorMap& pass_weights = Maps::find_or_make(
-      maps_->weights, w, rows, in, static_cast<uint32_t>(grid.pass_tiles * kStreamedBoxRows), "weight");
-  launch_streamed_gated_linear(weights, tokens, pass_weights, out, n, in, intermediate, grid, stream);
+  const Maps::Launch maps = maps_->for_launch(x, w, 2 * intermediate, in, n, grid.pass_tiles);
+  launch_streamed_gated_linear(maps.weights, maps.tokens, maps.pass_weights, out, n, in, intermediate, grid, stream);
 }
 
 }  // namespace fg::cuda
