@@ -113,6 +113,8 @@ class Backend {
   // residual += x; out = rms_norm(residual). The residual stream and the norm in one pass.
   virtual void add_rms_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
                             const Tensor& out) = 0;
+  // residual += x, elementwise (the sum rounded to the activation dtype). Both [n, H].
+  virtual void add(const Tensor& residual, const Tensor& x) = 0;
   // out = x · weightᵀ (+ bias). x [n, in], weight [out, in], bias [out] or undefined, out [n, out].
   virtual void linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) = 0;
   // linear() for each part, all over the same x. A backend may run the parts as one matmul where
@@ -148,6 +150,31 @@ class Backend {
                                const Tensor& up_out, const Tensor& out) {
     linear_group(x, {{&gate, nullptr, gate_out}, {&up, nullptr, up_out}});
     silu_mul(gate_out, up_out, out);
+  }
+  // The ops that meet the residual stream, as the layer loop runs them. A backend may fuse each
+  // into its matmul; the defaults are the steps they stand for, and their scratch tensors hold
+  // the intermediate results there (a fusing backend may leave them unwritten).
+  //
+  // residual += x · weightᵀ: linear() into out (scratch [n, H]), then add() of it.
+  virtual void linear_residual_add(const Tensor& x, const Tensor& weight, const Tensor& out,
+                                   const Tensor& residual) {
+    linear(x, weight, nullptr, out);
+    add(residual, out);
+  }
+  // linear_group over rms_norm(x) with norm_weight: the norm into normed (scratch [n, H]), then
+  // the parts. A backend that normalizes inside the matmul computes the same function with its
+  // roundings elsewhere (bf16 of norm_weight ⊙ x in the dot product, the 1 / rms in fp32 after it).
+  virtual void rms_norm_linear_group(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
+                                     const std::vector<LinearPart>& parts) {
+    rms_norm(x, norm_weight, eps, normed);
+    linear_group(normed, parts);
+  }
+  // linear_silu_mul over rms_norm(x) with norm_weight, normed as in rms_norm_linear_group.
+  virtual void rms_norm_linear_silu_mul(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
+                                        const Tensor& gate, const Tensor& up, const Tensor& gate_out,
+                                        const Tensor& up_out, const Tensor& out) {
+    rms_norm(x, norm_weight, eps, normed);
+    linear_silu_mul(normed, gate, up, gate_out, up_out, out);
   }
   // out[i] = x[indices[i]]. x [n, H], indices I32 [m], out [m, H].
   virtual void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) = 0;

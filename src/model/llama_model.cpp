@@ -53,12 +53,13 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, Backend& backen
   up_ = backend.allocate(act, {T, c.intermediate_size});
   mlp_act_ = backend.allocate(act, {T, c.intermediate_size});
   selected_ = backend.allocate(act, {max_logits, c.hidden_size});
+  selected_normed_ = backend.allocate(act, {max_logits, c.hidden_size});
   logits_ = backend.allocate(DType::kF32, {max_logits, c.vocab_size});
 }
 
 void LlamaModel::fill_activations(uint8_t byte) {
   for (const Allocation* a : {&residual_, &normed_, &q_, &k_, &v_, &attn_out_, &proj_out_, &gate_, &up_, &mlp_act_,
-                              &selected_, &logits_}) {
+                              &selected_, &selected_normed_, &logits_}) {
     const std::vector<uint8_t> bytes(a->tensor.nbytes(), byte);
     backend_.copy_from_host(a->tensor, bytes.data());
   }
@@ -83,37 +84,40 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
   const Tensor proj_out = proj_out_.tensor.rows(0, n);
   const Tensor gate = gate_.tensor.rows(0, n), up = up_.tensor.rows(0, n), mlp_act = mlp_act_.tensor.rows(0, n);
 
+  // The residual stream meets the matmuls in four ops per layer, which a backend may fuse into
+  // them: the norm before a block into its first matmul, the block's residual add into its last.
   b.embedding(step.input_ids, weights_.embed_tokens, residual);
-  b.rms_norm(residual, weights_.layers[0].input_norm, eps, normed);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& w = weights_.layers[l];
 
-    // Attention block.
-    // One matmul where the backend can (the loader places q/k/v back to back on a device).
-    b.linear_group(normed, {{&w.q_proj, c.qkv_bias ? &w.q_bias : nullptr, q},
-                            {&w.k_proj, c.qkv_bias ? &w.k_bias : nullptr, k},
-                            {&w.v_proj, c.qkv_bias ? &w.v_bias : nullptr, v}});
+    // Attention block. q/k/v as one matmul where the backend can (the loader places them back to
+    // back on a device).
+    b.rms_norm_linear_group(residual, w.input_norm, eps, normed,
+                            {{&w.q_proj, c.qkv_bias ? &w.q_bias : nullptr, q},
+                             {&w.k_proj, c.qkv_bias ? &w.k_bias : nullptr, k},
+                             {&w.v_proj, c.qkv_bias ? &w.v_bias : nullptr, v}});
     if (c.qk_norm) {
       b.head_rms_norm(q, w.q_norm, eps);
       b.head_rms_norm(k, w.k_norm, eps);
     }
     b.rope_and_cache_write(q, k, v, step.positions, step.slot_mapping, rope_cos_sin_.tensor, kv.layers[l]);
     b.attention(q, kv.layers[l], step.attention, attention_scale_, attn_out);
-    b.linear(attn_out, w.o_proj, nullptr, proj_out);
-    b.add_rms_norm(residual, proj_out, w.post_attention_norm, eps, normed);
+    b.linear_residual_add(attn_out, w.o_proj, proj_out, residual);
 
-    // MLP block; its residual add is fused with the next layer's input norm (or the final norm).
-    // One matmul over gate and up where the backend can, SiLU-and-multiply fused where it can.
-    b.linear_silu_mul(normed, w.gate_proj, w.up_proj, gate, up, mlp_act);
-    b.linear(mlp_act, w.down_proj, nullptr, proj_out);
-    const Tensor& next_norm = l + 1 < c.num_layers ? weights_.layers[l + 1].input_norm : weights_.final_norm;
-    b.add_rms_norm(residual, proj_out, next_norm, eps, normed);
+    // MLP block: gate and up as one matmul where the backend can, SiLU-and-multiply fused where
+    // it can.
+    b.rms_norm_linear_silu_mul(residual, w.post_attention_norm, eps, normed, w.gate_proj, w.up_proj, gate, up,
+                               mlp_act);
+    b.linear_residual_add(mlp_act, w.down_proj, proj_out, residual);
   }
 
+  // The final norm of the rows that produce logits only.
   const Tensor selected = selected_.tensor.rows(0, m);
+  const Tensor selected_normed = selected_normed_.tensor.rows(0, m);
   const Tensor logits = logits_.tensor.rows(0, m);
-  b.gather_rows(normed, step.logits_indices, selected);
-  b.linear(selected, weights_.lm_head, nullptr, logits);
+  b.gather_rows(residual, step.logits_indices, selected);
+  b.rms_norm(selected, weights_.final_norm, eps, selected_normed);
+  b.linear(selected_normed, weights_.lm_head, nullptr, logits);
   return logits;
 }
 

@@ -45,13 +45,14 @@ class LlamaModel {
   // Named intermediates, so any of them can be dumped: [max_tokens, features] each.
   Allocation rope_cos_sin_;  // F32 [max_position_embeddings, hd]
   Allocation residual_;      // [T, H] the residual stream
-  Allocation normed_;        // [T, H] input of the next sublayer
+  Allocation normed_;        // [T, H] input of the next sublayer (scratch where the backend fuses the norm)
   Allocation q_, k_, v_;     // [T, nh * hd], [T, nkv * hd], [T, nkv * hd]
   Allocation attn_out_;      // [T, nh * hd]
-  Allocation proj_out_;      // [T, H] output of o_proj and down_proj
+  Allocation proj_out_;      // [T, H] output of o_proj and down_proj (scratch where the backend fuses the add)
   Allocation gate_, up_;     // [T, I]
   Allocation mlp_act_;       // [T, I]
-  Allocation selected_;      // [max_logits, H] normed rows that produce logits
+  Allocation selected_;         // [max_logits, H] residual rows that produce logits
+  Allocation selected_normed_;  // [max_logits, H] the same rows after the final norm
   Allocation logits_;        // F32 [max_logits, V]
 };
 

@@ -63,6 +63,15 @@ struct Env {
   }
 };
 
+// The gate/up shapes the gated-MLP tests sweep: full passes of the gated streamed kernel (4096 rows,
+// one chunk of k), a last, partial pass with k past the last whole chunk (4104 rows, k = 520), and
+// a span too small for the streamed kernel (512 rows). `fused`: gated_linear_applies on an H200.
+struct GatedCase {
+  int64_t intermediate, in;
+  bool fused;
+};
+inline std::vector<GatedCase> gated_cases() { return {{4096, 256, true}, {4104, 520, true}, {512, 256, false}}; }
+
 // A host tensor over `values` (the CPU oracle's view of the same numbers).
 inline Tensor host(std::vector<float>& values, std::initializer_list<int64_t> dims) {
   return Tensor(values.data(), DType::kF32, dims);

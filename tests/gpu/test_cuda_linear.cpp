@@ -305,11 +305,7 @@ TEST(CudaKernelsLinear, GroupedLinearIsOneMatmulSplitIntoItsParts) {
 TEST(CudaKernelsLinear, GatedLinearHasTheBitsOfGroupedLinearThenSiluMul) {
   FG_REQUIRE_GPU();
   Env e;
-  struct GatedCase {
-    int64_t intermediate, in;
-    bool fused;
-  };
-  for (const GatedCase& c : {GatedCase{4096, 256, true}, GatedCase{4104, 520, true}, GatedCase{512, 256, false}}) {
+  for (const GatedCase& c : gated_cases()) {
     ASSERT_EQ(cuda::gated_linear_applies(c.intermediate, c.in, e.gpu.sm_count()), c.fused) << c.intermediate;
     const int64_t inter = c.intermediate;
     Bf16Values w = e.random(2 * inter * c.in, 1.0f / std::sqrt(static_cast<float>(c.in))), x = e.random(17 * c.in);

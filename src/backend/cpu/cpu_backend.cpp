@@ -123,6 +123,17 @@ void CpuBackend::add_rms_norm_now(const Tensor& residual, const Tensor& x, const
   });
 }
 
+void CpuBackend::add_now(const Tensor& residual, const Tensor& x) {
+  require_f32(residual, "add residual");
+  require_f32(x, "add input");
+  FG_CHECK(x.rank == 2 && residual.same_shape({x.dim(0), x.dim(1)}), "add: residual {} and input {} differ",
+           residual.shape_string(), x.shape_string());
+  const int64_t count = x.numel();
+  float* r = residual.as<float>();
+  const float* a = x.as<const float>();
+  for (int64_t i = 0; i < count; ++i) r[i] += a[i];
+}
+
 void CpuBackend::head_rms_norm_now(const Tensor& x, const Tensor& weight, float eps) {
   require_f32(x, "head_rms_norm input");
   const int64_t head_dim = weight.numel();

@@ -50,6 +50,9 @@ class CpuBackend final : public Backend {
                     const Tensor& out) override {
     dispatch([=, this] { add_rms_norm_now(residual, x, weight, eps, out); });
   }
+  void add(const Tensor& residual, const Tensor& x) override {
+    dispatch([=, this] { add_now(residual, x); });
+  }
   void linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) override {
     const Tensor b = bias ? *bias : Tensor();
     dispatch([=, this] { linear_now(x, weight, b, out); });
@@ -94,6 +97,7 @@ class CpuBackend final : public Backend {
   void embedding_now(const Tensor& ids, const Tensor& table, const Tensor& out);
   void rms_norm_now(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
   void add_rms_norm_now(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
+  void add_now(const Tensor& residual, const Tensor& x);
   void linear_now(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
   void head_rms_norm_now(const Tensor& x, const Tensor& weight, float eps);
   void rope_and_cache_write_now(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,

@@ -1,5 +1,5 @@
-// backend/cuda/activation_kernels.cu — SiLU-and-multiply: a grid-stride loop over 16-byte
-// vectors of gate and up.
+// backend/cuda/activation_kernels.cu — the elementwise kernels between matmuls: SiLU-and-multiply
+// and the residual add, each a grid-stride loop over 16-byte vectors.
 #include "backend/cuda/activation_kernels.h"
 
 #include <algorithm>
@@ -27,17 +27,39 @@ __global__ void __launch_bounds__(256) silu_mul_kernel(const uint4* __restrict__
   }
 }
 
+__global__ void __launch_bounds__(256) add_kernel(uint4* __restrict__ residual, const uint4* __restrict__ x,
+                                                  int64_t vecs) {
+  allow_dependent_grids();
+  wait_for_prerequisite_grids();
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < vecs;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float r[8], a[8];
+    unpack_bf16x8(residual[i], r);
+    unpack_bf16x8(x[i], a);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) r[e] += a[e];
+    residual[i] = pack_bf16x8(r);
+  }
+}
+
+// Enough blocks of 256 threads to fill the device several times over; the loops cover the rest.
+unsigned elementwise_blocks(int64_t vecs) { return static_cast<unsigned>(std::min<int64_t>((vecs + 255) / 256, 65536)); }
+
 }  // namespace
 
 void launch_silu_mul(const bf16* gate, const bf16* up, bf16* out, int64_t count, cudaStream_t stream) {
   if (count == 0) return;
-  constexpr int kThreads = 256;
   const int64_t vecs = count / 8;
-  // Enough blocks to fill the device several times over; the loop covers the rest.
-  const int64_t blocks = std::min<int64_t>((vecs + kThreads - 1) / kThreads, 65536);
-  launch_with_pdl(silu_mul_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
+  launch_with_pdl(silu_mul_kernel, dim3(elementwise_blocks(vecs)), dim3(256), 0, stream,
                   reinterpret_cast<const uint4*>(gate), reinterpret_cast<const uint4*>(up),
                   reinterpret_cast<uint4*>(out), vecs);
+}
+
+void launch_add(bf16* residual, const bf16* x, int64_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  const int64_t vecs = count / 8;
+  launch_with_pdl(add_kernel, dim3(elementwise_blocks(vecs)), dim3(256), 0, stream, reinterpret_cast<uint4*>(residual),
+                  reinterpret_cast<const uint4*>(x), vecs);
 }
 
 }  // namespace fg::cuda

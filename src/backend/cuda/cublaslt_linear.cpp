@@ -124,7 +124,8 @@ const cublasLtMatmulAlgo_t& CublasLtLinear::plan(const Key& key) {
 }
 
 void CublasLtLinear::run(const void* x, const void* w, const void* bias, void* out, bool out_f32, int64_t n,
-                         int64_t in, int64_t out_features, MatmulBuckets::Bucket bucket, cudaStream_t stream) {
+                         int64_t in, int64_t out_features, MatmulBuckets::Bucket bucket, cudaStream_t stream,
+                         bool add_to_out) {
   if (n == 0 || out_features == 0) return;
   FG_ASSERT(n >= bucket.lo && n <= bucket.hi);
   // cuBLASLt's bias epilogue takes the bias in D's type; for F32 output the bias (BF16) is added
@@ -133,7 +134,8 @@ void CublasLtLinear::run(const void* x, const void* w, const void* bias, void* o
   const cublasLtMatmulAlgo_t& algo = plan({out_features, in, bucket.hi, bucket.lo, out_f32, bias_epilogue});
   Descriptors desc(n, in, out_features, out_f32, bias_epilogue);
   if (bias_epilogue) desc.set_bias(bias);
-  const float alpha = 1.0f, beta = 0.0f;
+  FG_ASSERT(!add_to_out || bias == nullptr);  // the bias would be added after the sum
+  const float alpha = 1.0f, beta = add_to_out ? 1.0f : 0.0f;  // C is `out` itself
   FG_CUBLAS_CHECK(cublasLtMatmul(handle_, &desc.op, &alpha, w, &desc.a, x, &desc.b, &beta, out, &desc.d, out,
                                  &desc.d, &algo, workspace_, workspace_bytes_, stream));
   if (bias != nullptr && out_f32)

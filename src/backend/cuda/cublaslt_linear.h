@@ -50,8 +50,9 @@ class CublasLtLinear {
   // before the one rounding to the output type. x [n, in] BF16, w [out_features, in] BF16, bias
   // [out_features] BF16 or null, out [n, out_features] F32 or BF16; all pointers 16-byte aligned.
   // The algorithm is the one planned for `bucket` (planned now if this is its first use).
+  // add_to_out (no bias): out += x · wᵀ, the sum and what out held added in fp32 and rounded once.
   void run(const void* x, const void* w, const void* bias, void* out, bool out_f32, int64_t n, int64_t in,
-           int64_t out_features, MatmulBuckets::Bucket bucket, cudaStream_t stream);
+           int64_t out_features, MatmulBuckets::Bucket bucket, cudaStream_t stream, bool add_to_out = false);
 
   // Forgets every plan (e.g. when the buckets change).
   void clear_plans() { plans_.clear(); }

@@ -271,6 +271,17 @@ void CudaBackend::silu_mul(const Tensor& gate, const Tensor& up, const Tensor& o
   cuda::launch_silu_mul(bf16_ptr(gate), bf16_ptr(up), bf16_ptr(out), gate.numel(), stream_);
 }
 
+void CudaBackend::add(const Tensor& residual, const Tensor& x) {
+  require(residual, DType::kBF16, "add residual");
+  require(x, DType::kBF16, "add input");
+  FG_CHECK(x.rank == 2 && residual.same_shape({x.dim(0), x.dim(1)}), "cuda backend: add of {} to residual {}",
+           x.shape_string(), residual.shape_string());
+  FG_CHECK(x.numel() % 8 == 0, "cuda backend: add needs a multiple of 8 elements, got {}", x.numel());
+  require_aligned16(residual, "add residual");
+  require_aligned16(x, "add input");
+  cuda::launch_add(bf16_ptr(residual), bf16_ptr(x), x.numel(), stream_);
+}
+
 void CudaBackend::sample(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) {
   // The sampler works in shared memory and needs no workspace; should that change, its launcher
   // says so, and the workspace belongs in this backend, allocated once.

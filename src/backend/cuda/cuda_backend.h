@@ -18,6 +18,7 @@
 
 #include "attention/cuda/attention_backend.h"
 #include "backend/backend.h"
+#include "backend/cuda/input_norm.h"
 #include "backend/cuda/linear_outputs.h"
 
 namespace fg {
@@ -90,6 +91,7 @@ class CudaBackend final : public Backend {
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
   void add_rms_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
                     const Tensor& out) override;
+  void add(const Tensor& residual, const Tensor& x) override;
   void linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) override;
   // One matmul where the parts' weights (and biases, if any) lie back to back and their outputs
   // share a dtype; otherwise one linear per part (cuda_linear.cpp).
@@ -105,6 +107,19 @@ class CudaBackend final : public Backend {
   // and n is a small-n row count; otherwise the three steps (cuda_linear.cpp).
   void linear_silu_mul(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
                        const Tensor& up_out, const Tensor& out) override;
+  // The norm and the residual add inside the small-n matmuls where n is a small-n row count (not
+  // batch invariant; cuda_linear.cpp): the residual add is the matmul's store (every small-n
+  // kernel); the norm rides in the input of the direct kernel (q/k/v spans below 32 MB) and of
+  // the gated one (gate/up), which read the un-normalized rows, feed bf16(norm_weight ⊙ x) to the
+  // tensor cores and scale each output by its row's 1 / rms (input_norm.h). Each saves a norm
+  // kernel, a kernel's latency in a decode step. Otherwise the default steps; on cuBLASLt (n > 16)
+  // linear_residual_add adds in the GEMM (C = the residual) and the norm is its own kernel.
+  void linear_residual_add(const Tensor& x, const Tensor& weight, const Tensor& out, const Tensor& residual) override;
+  void rms_norm_linear_group(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
+                             const std::vector<LinearPart>& parts) override;
+  void rms_norm_linear_silu_mul(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
+                                const Tensor& gate, const Tensor& up, const Tensor& gate_out, const Tensor& up_out,
+                                const Tensor& out) override;
   void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override;
   // The GPU sampler of backend/cuda/sampling.h: bit-identical to the CPU reference sampler.
   void sample(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) override;
@@ -126,6 +141,15 @@ class CudaBackend final : public Backend {
   // invariant) over weight [out_features, in] (for a group, the parts' weights back to back).
   void run_small_n(LinearPath path, const Tensor& x, const void* weight, const void* bias,
                    const cuda::LinearOutputs& outputs, int64_t out_features, DType out_dtype);
+  // Whether a step of n rows may fuse work into a small-n matmul (not batch invariant, n a small-n
+  // row count), whether a weight's kernel takes an input norm, and whether a gate/up pair runs
+  // as one gated streamed launch.
+  bool fuses_small_n(int64_t n) const;
+  bool takes_input_norm(int64_t out_features, int64_t in) const;
+  bool runs_gated(int64_t n, const Tensor& gate, const Tensor& up) const;
+  // The gated streamed launch, its input normalized when `norm` is enabled.
+  void run_gated(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out, const Tensor& up_out,
+                 const Tensor& out, const cuda::InputNorm& norm);
   // One launch of a small-n kernel (path kSmallN, kSmallNDirect or kSmallNStreamed) over n <= 16 rows.
   void launch_small_n(LinearPath path, const void* x, const void* weight, const void* bias,
                       const cuda::LinearOutputs& out, bool out_f32, int64_t n, int64_t in, int64_t out_features);

@@ -1,4 +1,5 @@
-// backend/cuda/cuda_linear.cpp — CudaBackend's linear and linear_group: argument checks, then a
+// backend/cuda/cuda_linear.cpp — CudaBackend's linears (linear, linear_group, linear_silu_mul, and
+// the residual-stream ops that fuse a norm or the residual add into them): argument checks, then a
 // small-n kernel or cuBLASLt by the bucket rule (a pure function of n and the configured buckets,
 // so an eager run of n rows uses the implementation and algorithm of the graph that holds n).
 #include <algorithm>
@@ -63,6 +64,29 @@ bool fusable(const std::vector<LinearPart>& parts) {
   return true;
 }
 
+void check_input_norm(const Tensor& x, const Tensor& norm_weight) {
+  cuda::require_weight(norm_weight, "input norm weight");
+  FG_CHECK(x.rank == 2 && norm_weight.numel() == x.dim(1), "cuda backend: a norm weight {} for input {}",
+           norm_weight.shape_string(), x.shape_string());
+  cuda::require_aligned16(norm_weight, "input norm weight");
+}
+
+// The parts of a fusable group as the columns of one matmul, each checked as its own linear;
+// returns the outputs and sets `rows` to the columns in all.
+cuda::LinearOutputs group_outputs(const Tensor& x, const std::vector<LinearPart>& parts, int64_t& rows) {
+  cuda::LinearOutputs outputs{};
+  rows = 0;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    check_linear(x, *parts[p].weight, parts[p].bias, parts[p].out);
+    outputs.data[p] = parts[p].out.data;
+    outputs.begin[p] = rows;
+    rows += parts[p].weight->dim(0);
+  }
+  outputs.begin[parts.size()] = rows;
+  outputs.parts = static_cast<int>(parts.size());
+  return outputs;
+}
+
 }  // namespace
 
 void CudaBackend::linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) {
@@ -88,16 +112,8 @@ void CudaBackend::linear_group(const Tensor& x, const std::vector<LinearPart>& p
     Backend::linear_group(x, parts);
     return;
   }
-  cuda::LinearOutputs outputs{};
   int64_t rows = 0;
-  for (size_t p = 0; p < parts.size(); ++p) {
-    check_linear(x, *parts[p].weight, parts[p].bias, parts[p].out);
-    outputs.data[p] = parts[p].out.data;
-    outputs.begin[p] = rows;
-    rows += parts[p].weight->dim(0);
-  }
-  outputs.begin[parts.size()] = rows;
-  outputs.parts = static_cast<int>(parts.size());
+  const cuda::LinearOutputs outputs = group_outputs(x, parts, rows);
   if (x.dim(0) == 0) return;
   if (runs_cublaslt(LinearPath::kAuto, x.dim(0))) {  // the parts apart, each its own GEMM
     for (const LinearPart& part : parts) linear_with(LinearPath::kCublasLt, x, *part.weight, part.bias, part.out);
@@ -110,16 +126,86 @@ void CudaBackend::linear_group(const Tensor& x, const std::vector<LinearPart>& p
 
 void CudaBackend::linear_silu_mul(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
                                   const Tensor& up_out, const Tensor& out) {
-  const int64_t n = x.dim(0), intermediate = gate.dim(0);
-  // Batch-invariant mode runs every n through the small-n path in groups of 16 rows; the three
-  // steps keep that simple.
-  const bool fused = !batch_invariant_ && !runs_cublaslt(LinearPath::kAuto, n) && n <= cuda::kSmallNMaxRows &&
-                     gate.rank == 2 && up.same_shape({intermediate, gate.dim(1)}) && follows(gate, up) &&
-                     cuda::gated_linear_applies(intermediate, gate.dim(1), sm_count_);
-  if (!fused) {
+  if (!runs_gated(x.dim(0), gate, up)) {
     Backend::linear_silu_mul(x, gate, up, gate_out, up_out, out);
     return;
   }
+  run_gated(x, gate, up, gate_out, up_out, out, cuda::InputNorm{});
+}
+
+void CudaBackend::rms_norm_linear_silu_mul(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
+                                           const Tensor& gate, const Tensor& up, const Tensor& gate_out,
+                                           const Tensor& up_out, const Tensor& out) {
+  if (!runs_gated(x.dim(0), gate, up)) {
+    Backend::rms_norm_linear_silu_mul(x, norm_weight, eps, normed, gate, up, gate_out, up_out, out);
+    return;
+  }
+  check_input_norm(x, norm_weight);
+  run_gated(x, gate, up, gate_out, up_out, out, {static_cast<const __nv_bfloat16*>(norm_weight.data), eps});
+}
+
+void CudaBackend::rms_norm_linear_group(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
+                                        const std::vector<LinearPart>& parts) {
+  const int64_t n = x.rank == 2 ? x.dim(0) : 0;  // any other rank fails the default steps' checks
+  int64_t rows = 0;
+  for (const LinearPart& part : parts) rows += part.weight->rank == 2 ? part.weight->dim(0) : 0;
+  const bool fused = x.rank == 2 && fuses_small_n(n) && fusable(parts) && parts[0].out.dtype == DType::kBF16 &&
+                     parts[0].weight->rank == 2 && takes_input_norm(rows, parts[0].weight->dim(1));
+  if (!fused) {
+    Backend::rms_norm_linear_group(x, norm_weight, eps, normed, parts);
+    return;
+  }
+  check_input_norm(x, norm_weight);
+  const cuda::LinearOutputs outputs = group_outputs(x, parts, rows);
+  if (n == 0) return;
+  const auto* x16 = static_cast<const __nv_bfloat16*>(x.data);
+  const auto* w16 = static_cast<const __nv_bfloat16*>(parts[0].weight->data);
+  const auto* b16 = static_cast<const __nv_bfloat16*>(has_data(parts[0].bias) ? parts[0].bias->data : nullptr);
+  const cuda::InputNorm norm{static_cast<const __nv_bfloat16*>(norm_weight.data), eps};
+  cuda::launch_small_n_linear_normed(x16, norm, w16, b16, outputs, n, x.dim(1), rows,
+                                     cuda::small_n_linear_warps(rows, sm_count_), stream_);
+}
+
+void CudaBackend::linear_residual_add(const Tensor& x, const Tensor& weight, const Tensor& out,
+                                      const Tensor& residual) {
+  (void)out;  // scratch of the default steps: the add happens in the matmul's store (or GEMM) here
+  check_linear(x, weight, nullptr, residual);
+  cuda::require(residual, DType::kBF16, "residual");
+  const int64_t n = x.dim(0);
+  if (n == 0) return;
+  if (runs_cublaslt(LinearPath::kAuto, n)) {
+    gemm_->run(x.data, weight.data, nullptr, residual.data, false, n, x.dim(1), weight.dim(0), buckets_->of(n),
+               stream_, /*add_to_out=*/true);
+    return;
+  }
+  cuda::LinearOutputs outputs = cuda::LinearOutputs::whole(residual.data, weight.dim(0));
+  outputs.add_to_output = true;
+  run_small_n(LinearPath::kAuto, x, weight.data, nullptr, outputs, weight.dim(0), DType::kBF16);
+}
+
+bool CudaBackend::fuses_small_n(int64_t n) const {
+  // Batch-invariant mode runs every n through the small-n path in groups of 16 rows; the
+  // unfused steps keep that simple.
+  return !batch_invariant_ && !runs_cublaslt(LinearPath::kAuto, n) && n <= cuda::kSmallNMaxRows;
+}
+
+bool CudaBackend::takes_input_norm(int64_t out_features, int64_t in) const {
+  // The direct kernel's register path. The plain streamed kernel could (as the gated one does),
+  // but measured slower than the norm kernel it saves: the 8B q/k/v span took ~2 us more with the
+  // norm inside (15.0 -> 16.9-17.1 us at M = 1), and down_proj then q/k/v ~0.7 us more as a pair
+  // than down_proj, add_rms_norm and the plain span (bench/RESULTS.md, 2026-12-01 session 7).
+  return !cuda::prefers_streamed_linear(out_features, in, sm_count_) &&
+         cuda::small_n_linear_takes_norm(out_features, sm_count_);
+}
+
+bool CudaBackend::runs_gated(int64_t n, const Tensor& gate, const Tensor& up) const {
+  return fuses_small_n(n) && gate.rank == 2 && up.same_shape({gate.dim(0), gate.dim(1)}) && follows(gate, up) &&
+         cuda::gated_linear_applies(gate.dim(0), gate.dim(1), sm_count_);
+}
+
+void CudaBackend::run_gated(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
+                            const Tensor& up_out, const Tensor& out, const cuda::InputNorm& norm) {
+  const int64_t n = x.dim(0), intermediate = gate.dim(0);
   check_linear(x, gate, nullptr, gate_out);  // the checks of the plain path, for the same inputs
   check_linear(x, up, nullptr, up_out);
   cuda::require(out, DType::kBF16, "linear_silu_mul output");
@@ -128,7 +214,7 @@ void CudaBackend::linear_silu_mul(const Tensor& x, const Tensor& gate, const Ten
   cuda::require_aligned16(out, "linear_silu_mul output");
   if (n == 0) return;
   streamed_->run_gated(static_cast<const __nv_bfloat16*>(x.data), static_cast<const __nv_bfloat16*>(gate.data),
-                       static_cast<__nv_bfloat16*>(out.data), n, x.dim(1), intermediate, stream_);
+                       static_cast<__nv_bfloat16*>(out.data), n, x.dim(1), intermediate, stream_, 0, norm);
 }
 
 bool CudaBackend::runs_cublaslt(LinearPath path, int64_t n) const {

@@ -6,6 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+
+#ifdef __CUDACC__
+#include <cuda_bf16.h>
+#endif
 
 namespace fg::cuda {
 
@@ -14,6 +19,10 @@ struct LinearOutputs {
   void* data[kMaxParts];        // part p: [n, begin[p + 1] - begin[p]], rows contiguous
   int64_t begin[kMaxParts + 1];  // part p holds columns [begin[p], begin[p + 1]); begin[parts] = out_features
   int parts;
+  // Add each result, rounded to the output type, to what the output holds (the residual stream:
+  // CudaBackend::linear_residual_add), rather than store it. The sum is rounded once more: the
+  // bits of a linear into scratch and then launch_add.
+  bool add_to_output;
 
   // The plain case: every column into out [n, out_features].
   static LinearOutputs whole(void* out, int64_t out_features) {
@@ -53,6 +62,28 @@ struct LinearOutputs {
       end = begin[3];
     }
     return static_cast<OutT*>(base) + token * (end - first) + (column - first);
+  }
+
+  // What output (token, column) holds, for an add_to_output store (0 otherwise): kernels request it
+  // ahead of their store so that its latency overlaps their last sums.
+  template <typename OutT>
+  __device__ __forceinline__ float prior(int token, int64_t column) const {
+    if (!add_to_output) return 0.0f;
+    if constexpr (std::is_same_v<OutT, float>) return *at<OutT>(token, column);
+    else return __bfloat162float(*at<OutT>(token, column));
+  }
+
+  // Writes output (token, column): `value` rounded to OutT, or (add_to_output) that rounded value
+  // plus `before` (prior()'s), rounded again.
+  template <typename OutT>
+  __device__ __forceinline__ void put(int token, int64_t column, float value, float before) const {
+    OutT* p = at<OutT>(token, column);
+    if constexpr (std::is_same_v<OutT, float>) {
+      *p = add_to_output ? before + value : value;
+    } else {
+      const OutT rounded = __float2bfloat16_rn(value);
+      *p = add_to_output ? __float2bfloat16_rn(before + __bfloat162float(rounded)) : rounded;
+    }
   }
 #endif
 };

@@ -16,11 +16,16 @@
 // warp (grids of several waves), the weights go through a per-lane cp.async ring in shared memory
 // instead of registers, so that more groups stay in flight (see launch_small_n_linear).
 //
+// The residual stream: on the register path the kernel may normalize its token rows on the way in
+// (input_norm.h: the q/k/v span after the layer's input norm), and any launch may add its outputs
+// to the residual stream in its store (LinearOutputs::add_to_output: o_proj).
+//
 // Graph == eager (DESIGN.md rule 7): the k order, the warp count and the final sum order depend
 // on the weight's shape only, and the tensor core computes each output from its own row and
 // column, so every n in 1..16 gives bit-identical rows.
 #include "backend/cuda/bf16_vec.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/input_norm.h"
 #include "backend/cuda/mma_bf16.cuh"
 #include "backend/cuda/pdl.cuh"
 #include "backend/cuda/small_n_linear.h"
@@ -50,9 +55,6 @@ __device__ __forceinline__ uint4 load_weights(const bf16* p) {
 
 __device__ __forceinline__ uint4 load_tokens(const bf16* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
-
 // 16-byte asynchronous copy global -> shared that bypasses L1 (weights are read once).
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -75,14 +77,23 @@ __device__ __forceinline__ void cp_async_wait() {
 constexpr int tiles_per_block(bool upper_half, int stages) { return upper_half && stages == 0 ? 2 : 1; }
 
 // kUpperHalf: token rows 8..15 are present (n > 8); without it their fragments are constant zeros.
-// Two-tile blocks may use up to 128 registers per thread (one block of 16 warps per SM): their
-// group of weights alone takes 32.
-template <bool kUpperHalf, int kStages, int kGroup, typename OutT>
-__global__ void __launch_bounds__(kMaxWarps * 32, tiles_per_block(kUpperHalf, kStages) == 2 ? 1 : 2)
+// kNorm: the rows are normalized on the way in (input_norm.h): each token fragment becomes
+// bf16(g ⊙ x) and adds to its row's sum of squares, and the sums are scaled by 1 / rms.
+// Blocks per SM the registers must allow (64 registers per thread at 2): two-tile blocks may use up
+// to 128 registers (their group of weights alone takes 32); so may the input norm, whose weight
+// fragments and sums of squares spilled at 64.
+constexpr int min_blocks(bool upper_half, int stages, bool norm) {
+  return tiles_per_block(upper_half, stages) == 2 || norm ? 1 : 2;
+}
+
+template <bool kUpperHalf, int kStages, int kGroup, typename OutT, bool kNorm>
+__global__ void __launch_bounds__(kMaxWarps * 32, min_blocks(kUpperHalf, kStages, kNorm))
     small_n_linear_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, const bf16* __restrict__ bias,
-                          const LinearOutputs out, int n, int in, int out_features) {
+                          const LinearOutputs out, int n, int in, int out_features, const InputNorm norm) {
   constexpr int kTiles = tiles_per_block(kUpperHalf, kStages);
+  static_assert(!kNorm || kStages == 0, "the input norm rides on the register path");
   __shared__ float partial[kMaxWarps][kTiles][4][32];  // [warp][tile][accumulator][lane]
+  __shared__ float row_sum_sq[kNorm ? kMaxWarps : 1][16];  // [warp][token row]
   extern __shared__ uint4 ring[];                      // [warp][stage][kGroup][lane] when kStages > 0
   allow_dependent_grids();  // see the PDL note at the main loop
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
@@ -99,7 +110,17 @@ __global__ void __launch_bounds__(kMaxWarps * 32, tiles_per_block(kUpperHalf, kS
   const bool has_lo = g < n, has_hi = kUpperHalf && g + 8 < n;
   const bf16* x_lo = x + static_cast<int64_t>(has_lo ? g : 0) * in + t * 8;
   const bf16* x_hi = x + static_cast<int64_t>(has_hi ? g + 8 : 0) * in + t * 8;
+  const bf16* g_lane = norm.weight + t * 8;  // kNorm: the norm weight at this lane's k
+  float sum_sq_lo = 0.0f, sum_sq_hi = 0.0f;  // kNorm: rows g and g + 8 over this lane's k
   const uint4 zero = make_uint4(0, 0, 0, 0);
+  // kNorm: a token fragment at k on its way to the tensor cores.
+  auto normalize = [&](int k, uint4& lo, uint4& hi) {
+    if constexpr (kNorm) {
+      const uint4 gv = load_tokens(g_lane + k);
+      lo = apply_norm_weight(lo, gv, sum_sq_lo);
+      if (kUpperHalf) hi = apply_norm_weight(hi, gv, sum_sq_hi);
+    }
+  };
 
   float acc[kTiles][4] = {};
   // One k-step: wv[j] holds tile j's weights (wv[1] is unused with one tile).
@@ -116,6 +137,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32, tiles_per_block(kUpperHalf, kS
       lo[u] = load_tokens(x_lo + k + u * 32);
       hi[u] = kUpperHalf ? load_tokens(x_hi + k + u * 32) : zero;
     }
+#pragma unroll
+    for (int u = 0; u < kGroup; ++u) normalize(k + u * 32, lo[u], hi[u]);
 #pragma unroll
     for (int u = 0; u < kGroup; ++u) step(wv[u], lo[u], hi[u]);
   };
@@ -183,16 +206,32 @@ __global__ void __launch_bounds__(kMaxWarps * 32, tiles_per_block(kUpperHalf, kS
     uint4 wv[2];
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) wv[j] = in_range ? load_weights(w_lane[j] + k) : zero;
-    step(wv, in_range ? load_tokens(x_lo + k) : zero, kUpperHalf && in_range ? load_tokens(x_hi + k) : zero);
+    uint4 lo = in_range ? load_tokens(x_lo + k) : zero, hi = kUpperHalf && in_range ? load_tokens(x_hi + k) : zero;
+    if (in_range) normalize(k, lo, hi);
+    step(wv, lo, hi);
   }
+  if constexpr (kNorm) store_warp_row_sums(sum_sq_lo, sum_sq_hi, row_sum_sq[warp], g, t);
 
+  // Warp j sums tile j below (a block has at least kTiles warps). Where it adds to its outputs,
+  // it requests them now, so that their latency overlaps the meeting of the partial sums.
+  float before[4] = {};
+  if (warp < kTiles) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int token = g + (i >> 1) * 8, row = row0 + warp * kRowsPerBlock + 2 * t + (i & 1);
+      if (token < n && row < out_features) before[i] = out.prior<OutT>(token, row);
+    }
+  }
 #pragma unroll
   for (int j = 0; j < kTiles; ++j)
 #pragma unroll
     for (int i = 0; i < 4; ++i) partial[warp][j][i][lane] = acc[j][i];
   __syncthreads();
   // Warp j sums tile j, over the warps in warp order.
-  for (int tile = warp; tile < kTiles; tile += warps) {
+  if (warp < kTiles) {
+    const int tile = warp;
+    float row_scale[2] = {1.0f, 1.0f};  // kNorm: 1 / rms of token rows g and g + 8
+    if constexpr (kNorm) row_scales(row_sum_sq, warps, g, in, norm.eps, row_scale);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       float sum = partial[0][tile][i][lane];
@@ -200,24 +239,25 @@ __global__ void __launch_bounds__(kMaxWarps * 32, tiles_per_block(kUpperHalf, kS
       // Accumulator i of lane (g, t): token row g (+8 for i >= 2), weight row 2t (+1 for odd i).
       const int token = g + (i >> 1) * 8, row = row0 + tile * kRowsPerBlock + 2 * t + (i & 1);
       if (token >= n || row >= out_features) continue;
+      if constexpr (kNorm) sum *= row_scale[i >> 1];
       if (bias != nullptr) sum += __bfloat162float(bias[row]);
-      store(out.at<OutT>(token, row), sum);
+      out.put<OutT>(token, row, sum, before[i]);
     }
   }
 }
 
-template <bool kUpperHalf, int kStages, int kGroup, typename OutT>
+template <bool kUpperHalf, int kStages, int kGroup, typename OutT, bool kNorm = false>
 void launch_typed(const bf16* x, const bf16* w, const bf16* bias, const LinearOutputs& out, int64_t n, int64_t in,
-                  int64_t out_features, int warps, cudaStream_t stream) {
+                  int64_t out_features, int warps, cudaStream_t stream, const InputNorm& norm = {}) {
   const int64_t block_rows = kRowsPerBlock * tiles_per_block(kUpperHalf, kStages);
   const int64_t blocks = (out_features + block_rows - 1) / block_rows;
   const int ring_bytes = warps * kStages * kGroup * 32 * static_cast<int>(sizeof(uint4));
-  auto* kernel = small_n_linear_kernel<kUpperHalf, kStages, kGroup, OutT>;
+  auto* kernel = small_n_linear_kernel<kUpperHalf, kStages, kGroup, OutT, kNorm>;
   if (ring_bytes > 48 * 1024)
     FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
   launch_with_pdl(kernel, dim3(static_cast<unsigned>(blocks)), dim3(warps * 32), static_cast<size_t>(ring_bytes), stream,
                   x, w, bias, out, static_cast<int>(n), static_cast<int>(in),
-                  static_cast<int>(out_features));
+                  static_cast<int>(out_features), norm);
 }
 
 template <int kStages, int kGroup>
@@ -262,6 +302,19 @@ void launch_small_n_linear(const bf16* x, const bf16* w, const bf16* bias, const
   // function of the shape) changes no bit of the result.
   if (warps == 1) launch_pipeline<kRingStages, kUnroll>(x, w, bias, out, out_f32, n, in, out_features, warps, stream);
   else launch_pipeline<0, kUnroll>(x, w, bias, out, out_f32, n, in, out_features, warps, stream);
+}
+
+bool small_n_linear_takes_norm(int64_t out_features, int sm_count) {
+  return small_n_linear_warps(out_features, sm_count) > 1;  // the register path
+}
+
+void launch_small_n_linear_normed(const bf16* x, const InputNorm& norm, const bf16* w, const bf16* bias,
+                                  const LinearOutputs& out, int64_t n, int64_t in, int64_t out_features, int warps,
+                                  cudaStream_t stream) {
+  if (n == 0 || out_features == 0) return;
+  if (warps <= 1 || !norm.enabled()) FG_CUDA_CHECK(cudaErrorInvalidValue);  // the caller checks small_n_linear_takes_norm
+  if (n > 8) launch_typed<true, 0, kUnroll, bf16, true>(x, w, bias, out, n, in, out_features, warps, stream, norm);
+  else launch_typed<false, 0, kUnroll, bf16, true>(x, w, bias, out, n, in, out_features, warps, stream, norm);
 }
 
 void launch_add_bias_f32(float* out, const bf16* bias, int64_t n, int64_t out_features, cudaStream_t stream) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "backend/cuda/input_norm.h"
 #include "backend/cuda/linear_outputs.h"
 
 namespace fg::cuda {
@@ -29,6 +30,16 @@ int small_n_linear_warps(int64_t out_features, int sm_count);
 void launch_small_n_linear(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
                            const LinearOutputs& out, bool out_f32, int64_t n, int64_t in, int64_t out_features,
                            int warps, cudaStream_t stream);
+
+// Whether launch_small_n_linear_normed takes a weight of out_features rows: where the kernel's
+// weights come through registers (more than one warp per block).
+bool small_n_linear_takes_norm(int64_t out_features, int sm_count);
+
+// launch_small_n_linear of rms_norm(x) (input_norm.h), BF16 out; warps = small_n_linear_warps(),
+// with small_n_linear_takes_norm.
+void launch_small_n_linear_normed(const __nv_bfloat16* x, const InputNorm& norm, const __nv_bfloat16* w,
+                                  const __nv_bfloat16* bias, const LinearOutputs& out, int64_t n, int64_t in,
+                                  int64_t out_features, int warps, cudaStream_t stream);
 
 // out[i, j] += bias[j] in fp32. out [n, out_features] F32, bias [out_features] BF16.
 void launch_add_bias_f32(float* out, const __nv_bfloat16* bias, int64_t n, int64_t out_features,

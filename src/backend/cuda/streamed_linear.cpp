@@ -105,6 +105,7 @@ void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const _
                          cudaStream_t stream, int k_slices, int blocks_per_sm) {
   if (n == 0 || out_features == 0) return;
   if (k_slices == 0) k_slices = streamed_k_slices(out_features, in, sm_count_);
+  FG_CHECK(!out.add_to_output || !out_f32, "cuda backend: the streamed linear adds to BF16 outputs only");
   if (blocks_per_sm == 0) blocks_per_sm = streamed_blocks_per_sm(out_features, k_slices, n, sm_count_);
   const int64_t tiles = (out_features + kStreamedBoxRows - 1) / kStreamedBoxRows;
   const int64_t chunks = (in + kStreamedBoxK - 1) / kStreamedBoxK;
@@ -121,7 +122,8 @@ void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const _
 }
 
 void StreamedLinear::run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int64_t n,
-                               int64_t in, int64_t intermediate, cudaStream_t stream, int blocks_per_sm) {
+                               int64_t in, int64_t intermediate, cudaStream_t stream, int blocks_per_sm,
+                               const InputNorm& norm) {
   if (n == 0 || intermediate == 0) return;
   FG_CHECK(gated_linear_applies(intermediate, in, sm_count_),
            "cuda backend: the gated streamed linear does not take a {} x {} gate/up span", 2 * intermediate, in);
@@ -130,7 +132,8 @@ void StreamedLinear::run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, _
   check_blocks_per_sm(blocks_per_sm);
   const StreamedGrid grid = streamed_gated_grid(intermediate, blocks_per_sm, sm_count_);
   const Maps::Launch maps = maps_->for_launch(x, w, 2 * intermediate, in, n, grid.pass_tiles);
-  launch_streamed_gated_linear(maps.weights, maps.tokens, maps.pass_weights, out, n, in, intermediate, grid, stream);
+  launch_streamed_gated_linear(maps.weights, maps.tokens, maps.pass_weights, out, n, in, intermediate, grid, norm,
+                               stream);
 }
 
 }  // namespace fg::cuda

@@ -41,6 +41,11 @@
 // silu_mul kernel after it (a kernel's latency per layer in a decode step) and keeps their bits:
 // each sum is the same, rounded to BF16 before the product as the stored projections were.
 //
+// The residual stream (CudaBackend::rms_norm_linear_silu_mul, linear_residual_add): gated launches
+// may normalize their token rows on the way in (input_norm.h; the consumers build the rows' sums
+// of squares from the token fragments of each pass), and plain ones may add their outputs to the
+// residual stream in their store (LinearOutputs::add_to_output).
+//
 // Order of the sums (DESIGN.md rule 7): consumer warp w accumulates the k-steps s = w (mod 4) of
 // every chunk of its slice, chunks in order, and the four partial sums meet in warp order. With S
 // slices, each slice's sums go to a device workspace and the block that brings a tile's last slice
@@ -53,6 +58,7 @@
 // (8B down_proj in 4 slices: 43.8 us against 34.9; in 2: 32.7 against 32.1).
 #include "backend/cuda/bf16_vec.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/input_norm.h"
 #include "backend/cuda/mma_bf16.cuh"
 #include "backend/cuda/pdl.cuh"
 #include "backend/cuda/streamed_linear.h"
@@ -77,6 +83,8 @@ constexpr int kThreads = (kConsumerWarps + 1) * 32;          // + the producer w
 constexpr int kMaxStages = 32;
 constexpr int kPartialBytes = kConsumerWarps * kPassTiles * 4 * 32 * 4;
 constexpr int kHeaderBytes = kPartialBytes + 1024;  // partial sums, barriers; the ring starts 1 KB-aligned
+static_assert(2 * kMaxStages * 8 + kPassTiles * 4 + kConsumerWarps * 16 * 4 <= 1024,
+              "the barriers, the tiles' completion flags and the rows' sums of squares fit the header");
 // Mostly two blocks per SM, each with a ring of two full-pass stages (40 KB each; more of shorter
 // ones): one block's epilogue and start overlap the other's stream. Measured against one block
 // with five stages (bench/RESULTS.md, 2026-11-30 session 3): +2-4% on the LM heads, the same
@@ -148,9 +156,6 @@ __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 1, %0;" ::"n"(kConsumerWarps * 32) : "memory");
 }
 
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
-
 // A pass: up to pass_tiles consecutive tiles of one slice of k, which share each token fragment.
 struct Pass {
   int64_t tile0;
@@ -174,18 +179,30 @@ __device__ __forceinline__ Pass pass_at(int64_t unit, int64_t unit_end, int64_t 
 // kGated: the weight is a gate/up span [gate; up] of 2 x out_features rows, and a work unit is a
 // pair of tiles, gate tile u and up tile u (see launch_streamed_gated_linear): a stage holds
 // pass_tiles gate tiles, then their pass_tiles up tiles, and the output is silu(gate) * up.
-template <bool kUpperHalf, typename OutT, bool kGated>
+// kExtra kNorm (gated only): the token rows are normalized on the way in (input_norm.h): each
+// token fragment becomes bf16(g ⊙ x) and adds to its row's sum of squares, and each pass's sums
+// are scaled by 1 / rms (gate and up both, before their rounding).
+// What a launch does beyond its matmul: normalize its input (input_norm.h), or add its outputs
+// to the output tensor (LinearOutputs::add_to_output). Each is its own instantiation, so that the
+// plain kernel keeps its registers (about 100: a second block of the next kernel in the chain
+// fits beside two of these).
+enum class Extra { kNone, kNorm, kAdd };
+
+template <bool kUpperHalf, typename OutT, bool kGated, Extra kExtra>
 __global__ void __launch_bounds__(kThreads, 2)
     streamed_linear_kernel(const __grid_constant__ CUtensorMap weights, const __grid_constant__ CUtensorMap tokens,
                            const __grid_constant__ CUtensorMap pass_weights, const bf16* __restrict__ bias,
                            const LinearOutputs out, int n, int in, int out_features, int64_t tiles_total, int k_slices,
-                           float* slice_sums, int* arrivals, int pass_tiles, int stages) {
+                           float* slice_sums, int* arrivals, int pass_tiles, int stages, const InputNorm norm) {
+  constexpr bool kNorm = kExtra == Extra::kNorm, kAdd = kExtra == Extra::kAdd;
+  static_assert(!kNorm || kGated, "the plain kernel takes no input norm (CudaBackend::takes_input_norm)");
   extern __shared__ __align__(1024) unsigned char shared[];
   auto* partial = reinterpret_cast<float(*)[kPassTiles][4][32]>(shared);  // [warp][tile][acc][lane]
   auto* full = reinterpret_cast<uint64_t*>(shared + kPartialBytes);
   unsigned char* ring = shared + kHeaderBytes;  // [stage][token rows, then tile rows][k]
   uint64_t* empty = full + kMaxStages;
   int* completes = reinterpret_cast<int*>(empty + kMaxStages);  // [tile]: this block adds the tile's last slice
+  auto* row_sum_sq = reinterpret_cast<float(*)[16]>(completes + kPassTiles);  // kNorm: [warp][token row]
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   constexpr int kSlotBytes = token_slot_bytes(kUpperHalf);
   constexpr int kTilesPerUnit = kGated ? 2 : 1;
@@ -268,15 +285,42 @@ __global__ void __launch_bounds__(kThreads, 2)
   // Consumers. Without kUpperHalf (n <= 8) the token rows 8..15 are not even read.
   const int g = lane >> 2, t = lane & 3;
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  auto store_tile = [&](int64_t tile_index, const float (&sum)[4]) {
+  // kNorm: 1 / rms of token rows g and g + 8 (set at the end of each pass).
+  float row_scale[2] = {1.0f, 1.0f};
+  // Tile w of a pass is stored by consumer warp w % 4, from w's sums and what its outputs held
+  // (add_to_output: held[w / 4], requested at the pass's start).
+  constexpr int kTilesPerWarp = kPassTiles / kConsumerWarps;
+  static_assert(kTilesPerWarp == 2, "held_for picks between two tiles");
+  float held[kTilesPerWarp][4] = {};
+  // held[] of pass tile `tile` (one of this warp's), by selects rather than a variable index,
+  // which would put the array in local memory.
+  auto held_for = [&](int tile, float (&before)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) before[i] = tile < kConsumerWarps ? held[0][i] : held[1][i];
+  };
+  auto request_outputs = [&](const Pass& p) {
+    if (!out.add_to_output) return;
+#pragma unroll
+    for (int h = 0; h < kTilesPerWarp; ++h) {
+      const int tile = warp + h * kConsumerWarps;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int token = g + (i >> 1) * 8;
+        const int64_t row = (p.tile0 + tile) * kTileRows + 2 * t + (i & 1);
+        if (tile < p.tiles && token < n && row < out_features) held[h][i] = out.prior<OutT>(token, row);
+      }
+    }
+  };
+  auto store_tile = [&](int64_t tile_index, const float (&sum)[4], const float (&before)[4]) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int token = g + (i >> 1) * 8;
       const int64_t row = tile_index * kTileRows + 2 * t + (i & 1);
       if (token >= n || row >= out_features) continue;
       float value = sum[i];
+      if constexpr (kNorm) value *= row_scale[i >> 1];
       if (bias != nullptr) value += __bfloat162float(bias[row]);
-      store(out.at<OutT>(token, row), value);
+      out.put<OutT>(token, row, value, before[i]);
     }
   };
   // Gated: the bf16 gate and up values, as the separate projections would store them, then
@@ -287,9 +331,10 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int token = g + (i >> 1) * 8;
       const int64_t row = tile_index * kTileRows + 2 * t + (i & 1);
       if (token >= n || row >= out_features) continue;
-      const float gv = __bfloat162float(__float2bfloat16_rn(gate[i]));
-      const float uv = __bfloat162float(__float2bfloat16_rn(up[i]));
-      store(out.at<OutT>(token, row), gv / (1.0f + __expf(-gv)) * uv);
+      const float scale = kNorm ? row_scale[i >> 1] : 1.0f;
+      const float gv = __bfloat162float(__float2bfloat16_rn(gate[i] * scale));
+      const float uv = __bfloat162float(__float2bfloat16_rn(up[i] * scale));
+      out.put<OutT>(token, row, gv / (1.0f + __expf(-gv)) * uv, 0.0f);  // run_gated stores, never adds
     }
   };
   // Accumulator a of a pass: its tile (first kHalf gate tiles, then their up tiles when gated) and
@@ -302,15 +347,41 @@ __global__ void __launch_bounds__(kThreads, 2)
     const Pass p = pass_at(unit, unit_end, tiles_total, pass_tiles, k_slices, chunks);
     unit += p.tiles;
     float acc[kPassTiles][4] = {};
+    float sum_sq_lo = 0.0f, sum_sq_hi = 0.0f;  // kNorm: rows g and g + 8 over this lane's k
+    // kNorm: the norm weight at this lane's k-steps of a chunk, requested a chunk ahead so that its
+    // latency never follows a stage's arrival. k past `in` holds zeros in the stage (the copy's
+    // fill), and so must the weight's fragment there.
+    uint4 norm_next[kStepsPerWarp];
+    auto request_norm_weight = [&](int chunk) {
+      if constexpr (kNorm) {
+#pragma unroll
+        for (int j = 0; j < kStepsPerWarp; ++j) {
+          const int k = chunk * kChunk + (warp + j * kConsumerWarps) * 32 + t * 8;
+          norm_next[j] = k < in ? __ldg(reinterpret_cast<const uint4*>(norm.weight + k)) : zero;
+        }
+      }
+    };
+    request_norm_weight(p.chunk_begin);
     for (int chunk = p.chunk_begin; chunk < p.chunk_end; ++chunk, ++item) {
+      uint4 norm_now[kStepsPerWarp];
+#pragma unroll
+      for (int j = 0; j < kStepsPerWarp; ++j) norm_now[j] = norm_next[j];
+      if (chunk + 1 < p.chunk_end) request_norm_weight(chunk + 1);
       const int stage = item % stages;
       mbarrier_wait(&full[stage], (item / stages) & 1);
+      // The first stage of the pass landed after the producer waited for the grid before: the
+      // outputs are final, and may be requested.
+      if (kAdd && chunk == p.chunk_begin) request_outputs(p);
       const unsigned char* base = ring + stage * stage_bytes + g * kChunk * 2 + t * 16;
 #pragma unroll
       for (int j = 0; j < kStepsPerWarp; ++j) {
         const int offset = (warp + j * kConsumerWarps) * 64;  // bytes of k-step s = warp + 4 j
-        const uint4 lo = *reinterpret_cast<const uint4*>(base + offset);
-        const uint4 hi = kUpperHalf ? *reinterpret_cast<const uint4*>(base + 8 * kChunk * 2 + offset) : zero;
+        uint4 lo = *reinterpret_cast<const uint4*>(base + offset);
+        uint4 hi = kUpperHalf ? *reinterpret_cast<const uint4*>(base + 8 * kChunk * 2 + offset) : zero;
+        if constexpr (kNorm) {
+          lo = apply_norm_weight(lo, norm_now[j], sum_sq_lo);
+          if (kUpperHalf) hi = apply_norm_weight(hi, norm_now[j], sum_sq_hi);
+        }
 #pragma unroll
         for (int a = 0; a < kPassTiles; ++a) {
           if (tile_of(a) < p.tiles) {
@@ -331,7 +402,9 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (tile_of(a) < p.tiles)
 #pragma unroll
         for (int i = 0; i < 4; ++i) partial[warp][a][i][lane] = acc[a][i];
+    if constexpr (kNorm) store_warp_row_sums(sum_sq_lo, sum_sq_hi, row_sum_sq[warp], g, t);
     consumers_sync();
+    if constexpr (kNorm) row_scales(row_sum_sq, kConsumerWarps, g, in, norm.eps, row_scale);
     auto warp_sum = [&](int a, float (&sum)[4]) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -353,7 +426,9 @@ __global__ void __launch_bounds__(kThreads, 2)
         float sum[4];
         warp_sum(tile, sum);
         if (k_slices == 1) {
-          store_tile(p.tile0 + tile, sum);
+          float before[4];
+          held_for(tile, before);
+          store_tile(p.tile0 + tile, sum, before);
         } else {
           float* mine = slice_sums + (p.slice * tiles_total + p.tile0 + tile) * kUnitFloats + lane;
 #pragma unroll
@@ -400,7 +475,9 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
             for (int i = 0; i < 4; ++i) sum[i] += __ldcg(sums + s * tiles_total * kUnitFloats + i * 32);
           }
-          store_tile(p.tile0 + tile, sum);
+          float before[4];
+          held_for(tile, before);
+          store_tile(p.tile0 + tile, sum, before);
           if (lane == 0) arrivals[p.tile0 + tile] = 0;
         }
       }
@@ -409,9 +486,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-template <bool kUpperHalf, typename OutT, bool kGated>
+template <bool kUpperHalf, typename OutT, bool kGated, Extra kExtra = Extra::kNone>
 void set_shared_limit() {
-  FG_CUDA_CHECK(cudaFuncSetAttribute(streamed_linear_kernel<kUpperHalf, OutT, kGated>,
+  FG_CUDA_CHECK(cudaFuncSetAttribute(streamed_linear_kernel<kUpperHalf, OutT, kGated, kExtra>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedBytes));
 }
 
@@ -436,30 +513,46 @@ template <bool kGated>
 void launch_kernel(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                    const bf16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
                    int64_t out_features, int64_t tiles, int k_slices, StreamedGrid grid, float* slice_sums,
-                   int* arrivals, cudaStream_t stream) {
+                   int* arrivals, const InputNorm& norm, cudaStream_t stream) {
   const auto [blocks, pass_tiles, ring_bytes] = grid;
   const int stage_bytes = token_slot_bytes(n > 8) + (kGated ? 2 : 1) * pass_tiles * kTileBytes;
   const int stages = std::min(kMaxStages, ring_bytes / stage_bytes);
   const int shared_bytes = kHeaderBytes + stages * stage_bytes;
   const int n32 = static_cast<int>(n), in32 = static_cast<int>(in), out32 = static_cast<int>(out_features);
-  auto launch = [&](auto upper_half, auto* out_type) {
+  auto launch = [&](auto upper_half, auto* out_type, auto extra) {
     using OutT = std::remove_pointer_t<decltype(out_type)>;
     // PDL: the kernel may start while the previous one in the stream drains (it waits for it
     // before touching the tokens, the output or the slice sums).
-    launch_with_pdl(streamed_linear_kernel<decltype(upper_half)::value, OutT, kGated>,
+    launch_with_pdl(streamed_linear_kernel<decltype(upper_half)::value, OutT, kGated, decltype(extra)::value>,
                     dim3(static_cast<unsigned>(blocks)), dim3(kThreads), static_cast<size_t>(shared_bytes), stream,
                     weights, tokens, pass_weights, bias, out, n32, in32, out32, tiles, k_slices, slice_sums, arrivals,
-                    pass_tiles, stages);
+                    pass_tiles, stages, norm);
   };
-  if constexpr (kGated) {  // BF16 out only: the activation feeds the down projection
-    if (n > 8) launch(std::true_type{}, static_cast<bf16*>(nullptr));
-    else launch(std::false_type{}, static_cast<bf16*>(nullptr));
+  // The input norm, the residual add and the gated output: BF16 out only (the normed matmuls
+  // feed attention and the MLP, the residual stream is BF16, the activation feeds the down
+  // projection). The host checks (StreamedLinear, CudaBackend) keep F32 out to the plain kernel.
+  using None = std::integral_constant<Extra, Extra::kNone>;
+  using Norm = std::integral_constant<Extra, Extra::kNorm>;
+  using Add = std::integral_constant<Extra, Extra::kAdd>;
+  bf16* const bf16_out = nullptr;
+  float* const f32_out = nullptr;
+  if constexpr (kGated) {  // the only kernel that takes an input norm
+    if (norm.enabled()) {
+      if (n > 8) launch(std::true_type{}, bf16_out, Norm{});
+      else launch(std::false_type{}, bf16_out, Norm{});
+    } else {
+      if (n > 8) launch(std::true_type{}, bf16_out, None{});
+      else launch(std::false_type{}, bf16_out, None{});
+    }
+  } else if (out.add_to_output) {
+    if (n > 8) launch(std::true_type{}, bf16_out, Add{});
+    else launch(std::false_type{}, bf16_out, Add{});
   } else if (n > 8) {
-    if (out_f32) launch(std::true_type{}, static_cast<float*>(nullptr));
-    else launch(std::true_type{}, static_cast<bf16*>(nullptr));
+    if (out_f32) launch(std::true_type{}, f32_out, None{});
+    else launch(std::true_type{}, bf16_out, None{});
   } else {
-    if (out_f32) launch(std::false_type{}, static_cast<float*>(nullptr));
-    else launch(std::false_type{}, static_cast<bf16*>(nullptr));
+    if (out_f32) launch(std::false_type{}, f32_out, None{});
+    else launch(std::false_type{}, bf16_out, None{});
   }
 }
 
@@ -472,6 +565,10 @@ void configure_streamed_linear_kernels() {
   set_shared_limit<false, bf16, false>();
   set_shared_limit<true, bf16, true>();
   set_shared_limit<false, bf16, true>();
+  set_shared_limit<true, bf16, true, Extra::kNorm>();
+  set_shared_limit<false, bf16, true, Extra::kNorm>();
+  set_shared_limit<true, bf16, false, Extra::kAdd>();
+  set_shared_limit<false, bf16, false, Extra::kAdd>();
 }
 
 StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm, int sm_count) {
@@ -489,15 +586,16 @@ void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& token
   if (n == 0 || out_features == 0) return;
   const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
   launch_kernel<false>(weights, tokens, pass_weights, bias, out, out_f32, n, in, out_features, tiles, k_slices, grid,
-                       slice_sums, arrivals, stream);
+                       slice_sums, arrivals, InputNorm{}, stream);
 }
 
 void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap& tokens,
                                   const CUtensorMap& pass_weights, bf16* out, int64_t n, int64_t in,
-                                  int64_t intermediate, StreamedGrid grid, cudaStream_t stream) {
+                                  int64_t intermediate, StreamedGrid grid, const InputNorm& norm,
+                                  cudaStream_t stream) {
   if (n == 0 || intermediate == 0) return;
   launch_kernel<true>(weights, tokens, pass_weights, nullptr, LinearOutputs::whole(out, intermediate), false, n, in,
-                      intermediate, intermediate / kTileRows, 1, grid, nullptr, nullptr, stream);
+                      intermediate, intermediate / kTileRows, 1, grid, nullptr, nullptr, norm, stream);
 }
 
 }  // namespace fg::cuda

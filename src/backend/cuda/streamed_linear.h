@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "backend/cuda/input_norm.h"
 #include "backend/cuda/linear_outputs.h"
 
 namespace fg::cuda {
@@ -125,6 +126,7 @@ class StreamedLinear {
   // k_slices 0 takes streamed_k_slices(); any other value (1 .. the chunks of k, with k_slices x
   // tiles <= streamed_full_pass_units when more than 1) is for tests and benchmarks.
   // blocks_per_sm 0 takes streamed_blocks_per_sm(); 1 or 2 is for tests and benchmarks.
+  // out.add_to_output (BF16 out only) adds the results to the outputs (the residual stream).
   void run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, const LinearOutputs& out,
            bool out_f32, int64_t n, int64_t in, int64_t out_features, cudaStream_t stream, int k_slices = 0,
            int blocks_per_sm = 0);
@@ -133,9 +135,11 @@ class StreamedLinear {
   // intermediate], where w = [gate; up] is a gate/up span [2 x intermediate, in]. Each gate and up
   // value has the bits run() gives the span's column (rounded to BF16), and the product the bits
   // silu_mul gives those, when the span runs unsplit: gated_linear_applies says when.
-  // blocks_per_sm as in run().
+  // blocks_per_sm as in run(). An enabled norm normalizes x on the way in (input_norm.h): gate and
+  // up are both scaled by 1 / rms before their rounding. Only the gated kernel takes one: on the
+  // plain kernel it measured slower than the norm kernel it saves (CudaBackend::takes_input_norm).
   void run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int64_t n, int64_t in,
-                 int64_t intermediate, cudaStream_t stream, int blocks_per_sm = 0);
+                 int64_t intermediate, cudaStream_t stream, int blocks_per_sm = 0, const InputNorm& norm = {});
 
  private:
   struct Maps;
@@ -179,6 +183,7 @@ void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& token
 // contract as StreamedLinear::run_gated.
 void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap& tokens,
                                   const CUtensorMap& pass_weights, __nv_bfloat16* out, int64_t n, int64_t in,
-                                  int64_t intermediate, StreamedGrid grid, cudaStream_t stream);
+                                  int64_t intermediate, StreamedGrid grid, const InputNorm& norm,
+                                  cudaStream_t stream);
 
 }  // namespace fg::cuda
