@@ -515,10 +515,10 @@ nlohmann::json print_breakdown(const std::string& model, const StepBreakdown& b)
   fmt::print("  where the graph replay of {}'s batch-1 step goes ({:.1f} us; each kernel's time added to the\n"
              "  chain, from replays of its prefixes; the first kernel's includes the graph launch):\n",
              model, b.step_us);
-  fmt::print("  {:<56} {:>8} {:>9} {:>9} {:>6}\n", "kernel", "launches", "us", "us each", "share");
+  fmt::print("  {:<64} {:>8} {:>9} {:>9} {:>6}\n", "kernel", "launches", "us", "us each", "share");
   nlohmann::json rows = nlohmann::json::array();
   for (const KernelShare& k : b.kernels) {
-    fmt::print("  {:<56} {:>8} {:>9.1f} {:>9.2f} {:>5.1f}%\n", k.name, k.launches, k.us, k.us / k.launches,
+    fmt::print("  {:<64} {:>8} {:>9.1f} {:>9.2f} {:>5.1f}%\n", k.name, k.launches, k.us, k.us / k.launches,
                100 * k.us / b.step_us);
     rows.push_back({{"kernel", k.name}, {"launches", k.launches}, {"us", k.us}});
   }
