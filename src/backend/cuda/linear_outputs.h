@@ -64,25 +64,17 @@ struct LinearOutputs {
     return static_cast<OutT*>(base) + token * (end - first) + (column - first);
   }
 
-  // What output (token, column) holds, for an add_to_output store (0 otherwise): kernels request it
-  // ahead of their store so that its latency overlaps their last sums.
-  template <typename OutT>
-  __device__ __forceinline__ float prior(int token, int64_t column) const {
-    if (!add_to_output) return 0.0f;
-    if constexpr (std::is_same_v<OutT, float>) return *at<OutT>(token, column);
-    else return __bfloat162float(*at<OutT>(token, column));
-  }
-
   // Writes output (token, column): `value` rounded to OutT, or (add_to_output) that rounded value
-  // plus `before` (prior()'s), rounded again.
+  // plus what the output holds, rounded again. (Requesting what it holds ahead of the store, to
+  // hide the load, measured slower: bench/RESULTS.md, 2026-12-01 session 7.)
   template <typename OutT>
-  __device__ __forceinline__ void put(int token, int64_t column, float value, float before) const {
+  __device__ __forceinline__ void put(int token, int64_t column, float value) const {
     OutT* p = at<OutT>(token, column);
     if constexpr (std::is_same_v<OutT, float>) {
-      *p = add_to_output ? before + value : value;
+      *p = add_to_output ? *p + value : value;
     } else {
       const OutT rounded = __float2bfloat16_rn(value);
-      *p = add_to_output ? __float2bfloat16_rn(before + __bfloat162float(rounded)) : rounded;
+      *p = add_to_output ? __float2bfloat16_rn(__bfloat162float(*p) + __bfloat162float(rounded)) : rounded;
     }
   }
 #endif

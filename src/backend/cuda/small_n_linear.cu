@@ -212,24 +212,13 @@ __global__ void __launch_bounds__(kMaxWarps * 32, min_blocks(kUpperHalf, kStages
   }
   if constexpr (kNorm) store_warp_row_sums(sum_sq_lo, sum_sq_hi, row_sum_sq[warp], g, t);
 
-  // Warp j sums tile j below (a block has at least kTiles warps). Where it adds to its outputs,
-  // it requests them now, so that their latency overlaps the meeting of the partial sums.
-  float before[4] = {};
-  if (warp < kTiles) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int token = g + (i >> 1) * 8, row = row0 + warp * kRowsPerBlock + 2 * t + (i & 1);
-      if (token < n && row < out_features) before[i] = out.prior<OutT>(token, row);
-    }
-  }
 #pragma unroll
   for (int j = 0; j < kTiles; ++j)
 #pragma unroll
     for (int i = 0; i < 4; ++i) partial[warp][j][i][lane] = acc[j][i];
   __syncthreads();
   // Warp j sums tile j, over the warps in warp order.
-  if (warp < kTiles) {
-    const int tile = warp;
+  for (int tile = warp; tile < kTiles; tile += warps) {
     float row_scale[2] = {1.0f, 1.0f};  // kNorm: 1 / rms of token rows g and g + 8
     if constexpr (kNorm) row_scales(row_sum_sq, warps, g, in, norm.eps, row_scale);
 #pragma unroll
@@ -241,7 +230,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, min_blocks(kUpperHalf, kStages
       if (token >= n || row >= out_features) continue;
       if constexpr (kNorm) sum *= row_scale[i >> 1];
       if (bias != nullptr) sum += __bfloat162float(bias[row]);
-      out.put<OutT>(token, row, sum, before[i]);
+      out.put<OutT>(token, row, sum);
     }
   }
 }

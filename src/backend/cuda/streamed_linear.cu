@@ -179,22 +179,15 @@ __device__ __forceinline__ Pass pass_at(int64_t unit, int64_t unit_end, int64_t 
 // kGated: the weight is a gate/up span [gate; up] of 2 x out_features rows, and a work unit is a
 // pair of tiles, gate tile u and up tile u (see launch_streamed_gated_linear): a stage holds
 // pass_tiles gate tiles, then their pass_tiles up tiles, and the output is silu(gate) * up.
-// kExtra kNorm (gated only): the token rows are normalized on the way in (input_norm.h): each
-// token fragment becomes bf16(g ⊙ x) and adds to its row's sum of squares, and each pass's sums
-// are scaled by 1 / rms (gate and up both, before their rounding).
-// What a launch does beyond its matmul: normalize its input (input_norm.h), or add its outputs
-// to the output tensor (LinearOutputs::add_to_output). Each is its own instantiation, so that the
-// plain kernel keeps its registers (about 100: a second block of the next kernel in the chain
-// fits beside two of these).
-enum class Extra { kNone, kNorm, kAdd };
-
-template <bool kUpperHalf, typename OutT, bool kGated, Extra kExtra>
+// kNorm (gated only): the token rows are normalized on the way in (input_norm.h): each token
+// fragment becomes bf16(g ⊙ x) and adds to its row's sum of squares, and each pass's sums are
+// scaled by 1 / rms (gate and up both, before their rounding).
+template <bool kUpperHalf, typename OutT, bool kGated, bool kNorm>
 __global__ void __launch_bounds__(kThreads, 2)
     streamed_linear_kernel(const __grid_constant__ CUtensorMap weights, const __grid_constant__ CUtensorMap tokens,
                            const __grid_constant__ CUtensorMap pass_weights, const bf16* __restrict__ bias,
                            const LinearOutputs out, int n, int in, int out_features, int64_t tiles_total, int k_slices,
                            float* slice_sums, int* arrivals, int pass_tiles, int stages, const InputNorm norm) {
-  constexpr bool kNorm = kExtra == Extra::kNorm, kAdd = kExtra == Extra::kAdd;
   static_assert(!kNorm || kGated, "the plain kernel takes no input norm (CudaBackend::takes_input_norm)");
   extern __shared__ __align__(1024) unsigned char shared[];
   auto* partial = reinterpret_cast<float(*)[kPassTiles][4][32]>(shared);  // [warp][tile][acc][lane]
@@ -287,31 +280,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const uint4 zero = make_uint4(0, 0, 0, 0);
   // kNorm: 1 / rms of token rows g and g + 8 (set at the end of each pass).
   float row_scale[2] = {1.0f, 1.0f};
-  // Tile w of a pass is stored by consumer warp w % 4, from w's sums and what its outputs held
-  // (add_to_output: held[w / 4], requested at the pass's start).
-  constexpr int kTilesPerWarp = kPassTiles / kConsumerWarps;
-  static_assert(kTilesPerWarp == 2, "held_for picks between two tiles");
-  float held[kTilesPerWarp][4] = {};
-  // held[] of pass tile `tile` (one of this warp's), by selects rather than a variable index,
-  // which would put the array in local memory.
-  auto held_for = [&](int tile, float (&before)[4]) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) before[i] = tile < kConsumerWarps ? held[0][i] : held[1][i];
-  };
-  auto request_outputs = [&](const Pass& p) {
-    if (!out.add_to_output) return;
-#pragma unroll
-    for (int h = 0; h < kTilesPerWarp; ++h) {
-      const int tile = warp + h * kConsumerWarps;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int token = g + (i >> 1) * 8;
-        const int64_t row = (p.tile0 + tile) * kTileRows + 2 * t + (i & 1);
-        if (tile < p.tiles && token < n && row < out_features) held[h][i] = out.prior<OutT>(token, row);
-      }
-    }
-  };
-  auto store_tile = [&](int64_t tile_index, const float (&sum)[4], const float (&before)[4]) {
+  auto store_tile = [&](int64_t tile_index, const float (&sum)[4]) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int token = g + (i >> 1) * 8;
@@ -320,7 +289,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       float value = sum[i];
       if constexpr (kNorm) value *= row_scale[i >> 1];
       if (bias != nullptr) value += __bfloat162float(bias[row]);
-      out.put<OutT>(token, row, value, before[i]);
+      out.put<OutT>(token, row, value);
     }
   };
   // Gated: the bf16 gate and up values, as the separate projections would store them, then
@@ -334,7 +303,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       const float scale = kNorm ? row_scale[i >> 1] : 1.0f;
       const float gv = __bfloat162float(__float2bfloat16_rn(gate[i] * scale));
       const float uv = __bfloat162float(__float2bfloat16_rn(up[i] * scale));
-      out.put<OutT>(token, row, gv / (1.0f + __expf(-gv)) * uv, 0.0f);  // run_gated stores, never adds
+      out.put<OutT>(token, row, gv / (1.0f + __expf(-gv)) * uv);
     }
   };
   // Accumulator a of a pass: its tile (first kHalf gate tiles, then their up tiles when gated) and
@@ -369,9 +338,6 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (chunk + 1 < p.chunk_end) request_norm_weight(chunk + 1);
       const int stage = item % stages;
       mbarrier_wait(&full[stage], (item / stages) & 1);
-      // The first stage of the pass landed after the producer waited for the grid before: the
-      // outputs are final, and may be requested.
-      if (kAdd && chunk == p.chunk_begin) request_outputs(p);
       const unsigned char* base = ring + stage * stage_bytes + g * kChunk * 2 + t * 16;
 #pragma unroll
       for (int j = 0; j < kStepsPerWarp; ++j) {
@@ -426,9 +392,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         float sum[4];
         warp_sum(tile, sum);
         if (k_slices == 1) {
-          float before[4];
-          held_for(tile, before);
-          store_tile(p.tile0 + tile, sum, before);
+          store_tile(p.tile0 + tile, sum);
         } else {
           float* mine = slice_sums + (p.slice * tiles_total + p.tile0 + tile) * kUnitFloats + lane;
 #pragma unroll
@@ -475,9 +439,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
             for (int i = 0; i < 4; ++i) sum[i] += __ldcg(sums + s * tiles_total * kUnitFloats + i * 32);
           }
-          float before[4];
-          held_for(tile, before);
-          store_tile(p.tile0 + tile, sum, before);
+          store_tile(p.tile0 + tile, sum);
           if (lane == 0) arrivals[p.tile0 + tile] = 0;
         }
       }
@@ -486,9 +448,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-template <bool kUpperHalf, typename OutT, bool kGated, Extra kExtra = Extra::kNone>
+template <bool kUpperHalf, typename OutT, bool kGated, bool kNorm = false>
 void set_shared_limit() {
-  FG_CUDA_CHECK(cudaFuncSetAttribute(streamed_linear_kernel<kUpperHalf, OutT, kGated, kExtra>,
+  FG_CUDA_CHECK(cudaFuncSetAttribute(streamed_linear_kernel<kUpperHalf, OutT, kGated, kNorm>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedBytes));
 }
 
@@ -519,40 +481,33 @@ void launch_kernel(const CUtensorMap& weights, const CUtensorMap& tokens, const 
   const int stages = std::min(kMaxStages, ring_bytes / stage_bytes);
   const int shared_bytes = kHeaderBytes + stages * stage_bytes;
   const int n32 = static_cast<int>(n), in32 = static_cast<int>(in), out32 = static_cast<int>(out_features);
-  auto launch = [&](auto upper_half, auto* out_type, auto extra) {
+  auto launch = [&](auto upper_half, auto* out_type, auto normed) {
     using OutT = std::remove_pointer_t<decltype(out_type)>;
     // PDL: the kernel may start while the previous one in the stream drains (it waits for it
     // before touching the tokens, the output or the slice sums).
-    launch_with_pdl(streamed_linear_kernel<decltype(upper_half)::value, OutT, kGated, decltype(extra)::value>,
+    launch_with_pdl(streamed_linear_kernel<decltype(upper_half)::value, OutT, kGated, decltype(normed)::value>,
                     dim3(static_cast<unsigned>(blocks)), dim3(kThreads), static_cast<size_t>(shared_bytes), stream,
                     weights, tokens, pass_weights, bias, out, n32, in32, out32, tiles, k_slices, slice_sums, arrivals,
                     pass_tiles, stages, norm);
   };
-  // The input norm, the residual add and the gated output: BF16 out only (the normed matmuls
-  // feed attention and the MLP, the residual stream is BF16, the activation feeds the down
-  // projection). The host checks (StreamedLinear, CudaBackend) keep F32 out to the plain kernel.
-  using None = std::integral_constant<Extra, Extra::kNone>;
-  using Norm = std::integral_constant<Extra, Extra::kNorm>;
-  using Add = std::integral_constant<Extra, Extra::kAdd>;
+  // The gated kernel (the only one that takes an input norm): BF16 out only, the activation
+  // feeds the down projection.
   bf16* const bf16_out = nullptr;
   float* const f32_out = nullptr;
-  if constexpr (kGated) {  // the only kernel that takes an input norm
+  if constexpr (kGated) {
     if (norm.enabled()) {
-      if (n > 8) launch(std::true_type{}, bf16_out, Norm{});
-      else launch(std::false_type{}, bf16_out, Norm{});
+      if (n > 8) launch(std::true_type{}, bf16_out, std::true_type{});
+      else launch(std::false_type{}, bf16_out, std::true_type{});
     } else {
-      if (n > 8) launch(std::true_type{}, bf16_out, None{});
-      else launch(std::false_type{}, bf16_out, None{});
+      if (n > 8) launch(std::true_type{}, bf16_out, std::false_type{});
+      else launch(std::false_type{}, bf16_out, std::false_type{});
     }
-  } else if (out.add_to_output) {
-    if (n > 8) launch(std::true_type{}, bf16_out, Add{});
-    else launch(std::false_type{}, bf16_out, Add{});
   } else if (n > 8) {
-    if (out_f32) launch(std::true_type{}, f32_out, None{});
-    else launch(std::true_type{}, bf16_out, None{});
+    if (out_f32) launch(std::true_type{}, f32_out, std::false_type{});
+    else launch(std::true_type{}, bf16_out, std::false_type{});
   } else {
-    if (out_f32) launch(std::false_type{}, f32_out, None{});
-    else launch(std::false_type{}, bf16_out, None{});
+    if (out_f32) launch(std::false_type{}, f32_out, std::false_type{});
+    else launch(std::false_type{}, bf16_out, std::false_type{});
   }
 }
 
@@ -565,10 +520,8 @@ void configure_streamed_linear_kernels() {
   set_shared_limit<false, bf16, false>();
   set_shared_limit<true, bf16, true>();
   set_shared_limit<false, bf16, true>();
-  set_shared_limit<true, bf16, true, Extra::kNorm>();
-  set_shared_limit<false, bf16, true, Extra::kNorm>();
-  set_shared_limit<true, bf16, false, Extra::kAdd>();
-  set_shared_limit<false, bf16, false, Extra::kAdd>();
+  set_shared_limit<true, bf16, true, true>();
+  set_shared_limit<false, bf16, true, true>();
 }
 
 StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm, int sm_count) {
