@@ -23,9 +23,8 @@ std::string short_kernel_name(const char* mangled) {
   std::unique_ptr<char, decltype(&std::free)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
                                                         &std::free);
   std::string name = status == 0 && demangled ? demangled.get() : mangled;
-  // Also inside template arguments: "(fg::cuda::Extra)1" -> "(Extra)1".
-  for (const std::string noise : {"(anonymous namespace)::", "fg::cuda::"})
-    for (size_t at; (at = name.find(noise)) != std::string::npos;) name.erase(at, noise.size());
+  const std::string anonymous = "(anonymous namespace)::";
+  for (size_t at; (at = name.find(anonymous)) != std::string::npos;) name.erase(at, anonymous.size());
   int depth = 0;  // cut the parameter list: the first '(' outside template arguments
   for (size_t i = 0; i < name.size(); ++i) {
     depth += name[i] == '<' ? 1 : name[i] == '>' ? -1 : 0;
@@ -38,6 +37,9 @@ std::string short_kernel_name(const char* mangled) {
   // arguments.
   const size_t scope = name.rfind("::", std::min(name.find('<'), name.size()));
   if (scope != std::string::npos) name.erase(0, scope + 2);
+  // Our namespaces inside template arguments too: "(fg::cuda::Kind)1" -> "(Kind)1".
+  const std::string ours = "fg::cuda::";
+  for (size_t at; (at = name.find(ours)) != std::string::npos;) name.erase(at, ours.size());
   return name;
 }
 
