@@ -72,6 +72,18 @@ struct Fixture {
   ServerMetrics metrics;
 };
 
+// The KV snapshot once every block shows as free, or the last one after ~1 s. A request's
+// callbacks (and so its finish) run inside Engine::step, before that step's snapshot is taken:
+// until the step ends, the snapshot may still show the blocks it freed as used.
+KvSnapshot snapshot_once_all_free(const EngineService& service) {
+  KvSnapshot kv = service.kv_snapshot();
+  for (int i = 0; i < 200 && kv.free_blocks != kv.usable_blocks; ++i) {
+    std::this_thread::sleep_for(5ms);
+    kv = service.kv_snapshot();
+  }
+  return kv;
+}
+
 TEST(ServerEngine, ChoicesRunToTheirLengthAndRelease) {
   Fixture f;
   ASSERT_TRUE(f.service->try_admit(3, 10));
@@ -85,7 +97,7 @@ TEST(ServerEngine, ChoicesRunToTheirLengthAndRelease) {
   EXPECT_EQ(job->usage().prompt_tokens, 3);
   EXPECT_EQ(job->usage().completion_tokens, 15);
   EXPECT_EQ(f.service->held(), 0);
-  const KvSnapshot kv = f.service->kv_snapshot();
+  const KvSnapshot kv = snapshot_once_all_free(*f.service);
   EXPECT_EQ(kv.free_blocks, kv.usable_blocks);
 }
 
@@ -120,11 +132,7 @@ TEST(ServerEngine, CancelFreesBlocksAndEndsTheStream) {
   EXPECT_TRUE(job->finished());  // at once: the cancel ran the callbacks
   // The blocks are free at once; the snapshot may show the state before a step in flight, so it
   // catches up when that step ends.
-  KvSnapshot kv = f.service->kv_snapshot();
-  for (int i = 0; i < 200 && kv.free_blocks != kv.usable_blocks; ++i) {
-    std::this_thread::sleep_for(5ms);
-    kv = f.service->kv_snapshot();
-  }
+  const KvSnapshot kv = snapshot_once_all_free(*f.service);
   EXPECT_EQ(kv.free_blocks, kv.usable_blocks);
   EXPECT_EQ(f.service->held(), 0);
   int aborted = 0;
