@@ -186,7 +186,7 @@ void CudaBackend::linear_residual_add(const Tensor& x, const Tensor& weight, con
 bool CudaBackend::fuses_small_n(int64_t n) const {
   // Batch-invariant mode runs every n through the small-n path in groups of 16 rows; the
   // unfused steps keep that simple.
-  return !batch_invariant_ && !runs_cublaslt(LinearPath::kAuto, n) && n <= cuda::kSmallNMaxRows;
+  return !batch_invariant_ && buckets_->small_n(n);  // a small-n bucket holds at most kSmallNMaxRows
 }
 
 bool CudaBackend::takes_input_norm(int64_t out_features, int64_t in) const {

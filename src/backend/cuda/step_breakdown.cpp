@@ -37,9 +37,6 @@ std::string short_kernel_name(const char* mangled) {
   // arguments.
   const size_t scope = name.rfind("::", std::min(name.find('<'), name.size()));
   if (scope != std::string::npos) name.erase(0, scope + 2);
-  // Our namespaces inside template arguments too: "(fg::cuda::Kind)1" -> "(Kind)1".
-  const std::string ours = "fg::cuda::";
-  for (size_t at; (at = name.find(ours)) != std::string::npos;) name.erase(at, ours.size());
   return name;
 }
 
