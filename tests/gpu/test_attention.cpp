@@ -2,7 +2,8 @@
 // CPU backend's fp32 attention (the oracle), and the padding contract made concrete: padded
 // requests write nothing, rows owned by no request keep their poison, the seed's -1 padding of
 // query_start_loc breaks `flash`, graph replays with new metadata equal fresh eager runs bit for
-// bit, and a request's output does not depend on the batch around it.
+// bit, a request's output does not depend on the batch around it, and the step's own KV rows are
+// read only after the kernel that writes them has finished.
 //
 // Data: q and the KV cache hold random bf16-representable values; the CPU computes in fp32 on the
 // same values. Each request's KV blocks are a random permutation of the cache's blocks; the null
@@ -19,6 +20,7 @@
 #include "attention/cuda/attention_backend.h"
 #include "attention/cuda/attention_bench.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/late_copy_kernels.h"
 #include "gpu/gpu_test_support.h"
 
 namespace fg::gpu_test {
@@ -362,6 +364,48 @@ void check_batch_independence(const std::string& name, const Config& cfg, const 
       << ") differs alone and in a padded batch";
 }
 
+// The kernels request KV tiles before their PDL wait (kReadsBeforePdlWait), while the kernel before
+// them (RoPE and the cache write) may still run; only the step's own rows must wait for it. Here
+// two late copies stand in for that kernel: the cache starts with the step's rows poisoned, and
+// the copies that bring the true cache let the attention launch at once and land 100 us later. A
+// kernel that read a step row before its wait would see NaN in it.
+void check_step_rows_read_after_the_wait(const std::string& name, const Config& cfg, const std::vector<Req>& batch) {
+  std::mt19937 rng(31);
+  const Step s = make_step(cfg, batch, rng);
+  const DeviceStep d = to_device(s);
+  DeviceBuffer true_k = device_alloc(DType::kBF16, {s.num_blocks, cfg.block_size, cfg.num_kv_heads, cfg.head_dim});
+  DeviceBuffer true_v = device_alloc(DType::kBF16, {s.num_blocks, cfg.block_size, cfg.num_kv_heads, cfg.head_dim});
+  upload(true_k.tensor, s.k.bits);
+  upload(true_v.tensor, s.v.bits);
+  std::vector<uint16_t> k_early = s.k.bits, v_early = s.v.bits;
+  const size_t slot_elems = static_cast<size_t>(cfg.num_kv_heads) * cfg.head_dim;
+  size_t poisoned_slots = 0;
+  for (int r = 0; r < s.reqs_real; ++r) {
+    for (int pos = s.seq_lens[r] - (s.qsl[r + 1] - s.qsl[r]); pos < s.seq_lens[r]; ++pos, ++poisoned_slots) {
+      const size_t slot = static_cast<size_t>(s.table[static_cast<size_t>(r) * s.max_blocks + pos / cfg.block_size]) *
+                              cfg.block_size + pos % cfg.block_size;
+      std::fill_n(k_early.begin() + slot * slot_elems, slot_elems, kPoisonBits);
+      std::fill_n(v_early.begin() + slot * slot_elems, slot_elems, kPoisonBits);
+    }
+  }
+  ASSERT_GT(poisoned_slots, 0u);
+  upload(d.k.tensor, k_early);
+  upload(d.v.tensor, v_early);
+  poison(d.out.tensor);
+  auto backend = make_attention_backend(name, limits_for(cfg));
+  cudaStream_t stream;
+  FG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  FG_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads above ran on the legacy stream
+  constexpr int64_t kDelayNs = 100'000;
+  cuda::launch_late_copy(d.k.tensor.data, true_k.tensor.data, d.k.tensor.nbytes(), kDelayNs, stream);
+  cuda::launch_late_copy(d.v.tensor.data, true_v.tensor.data, d.v.tensor.nbytes(), 0, stream);
+  backend->run(d.q.tensor, d.cache(), d.meta(s.uniform_query_len), cfg.scale(), d.out.tensor, stream);
+  FG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  FG_CUDA_CHECK(cudaStreamDestroy(stream));
+  SCOPED_TRACE(name + ", the step's KV rows written by the kernel just before");
+  expect_matches_cpu(s, download<uint16_t>(d.out.tensor), run_cpu(s));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Contract, graph support and refusals
 
@@ -566,6 +610,24 @@ TEST(AttentionSplitKv, DeterministicAndBatchIndependent) {
   for (const Config& cfg : {Config{128, 2, 4, 16}, Config{64, 2, 8, 16}, Config{128, 2, 1, 16}}) {
     for (int context : {1, 300, 3000, 20000})
       check_batch_independence("split_kv", cfg, uniform_batch(1, {300, 700, 64, 5000}), {1, context}, 12, 12);
+  }
+}
+
+TEST(AttentionFlash, ReadsTheStepsRowsOnlyAfterTheKernelBefore) {
+  FG_REQUIRE_GPU();
+  for (const Config& cfg : {Config{128, 2, 4, 16}, Config{64, 2, 8, 16}}) {
+    check_step_rows_read_after_the_wait("flash", cfg, uniform_batch(1, kDecodeContexts));
+    check_step_rows_read_after_the_wait("flash", cfg, mixed_batch());
+  }
+}
+
+TEST(AttentionSplitKv, ReadsTheStepsRowsOnlyAfterTheKernelBefore) {
+  FG_REQUIRE_GPU();
+  for (const Config& cfg : {Config{128, 2, 4, 16}, Config{64, 2, 8, 16}}) {
+    // Contexts whose step rows fall in a split's first two tiles (requested before the wait) and
+    // in later ones.
+    check_step_rows_read_after_the_wait("split_kv", cfg, uniform_batch(1, kDecodeContexts));
+    check_step_rows_read_after_the_wait("split_kv", cfg, uniform_batch(3, {3, 64, 65, 127, 300, 1000, 4096}));
   }
 }
 

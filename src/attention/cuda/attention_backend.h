@@ -26,6 +26,15 @@ struct AttentionLimits {
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, block_size = 0;
 };
 
+// What the GPU kernels may read before their PDL wait (pdl.cuh), so before the kernel launched
+// just before them (RoPE and the cache write) has finished; every GPU backend's contract lists it.
+inline constexpr const char* kReadsBeforePdlWait =
+    "the step's metadata (query_start_loc, seq_lens, block_table) and every KV row of a request other than "
+    "this step's own positions [seq_len - n_q, seq_len) must be in place before the kernel launched just "
+    "before the attention starts: the kernels read them before their PDL wait, to overlap that kernel's "
+    "tail (the engine uploads the metadata with a copy before the step's first kernel, and a step writes "
+    "only its own tokens' slots)";
+
 class AttentionBackend {
  public:
   virtual ~AttentionBackend() = default;

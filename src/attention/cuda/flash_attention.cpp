@@ -12,6 +12,8 @@
 //   - query_start_loc[num_reqs_padded] <= rows of q; rows past it are not written.
 //   - for a real request, seq_lens[r] >= its query tokens and ceil(seq_lens[r] / block_size) <=
 //     block_table width (longer contexts are clipped to the table row, never read past it).
+//   - the metadata and every KV row but the step's own are read before the kernel's PDL wait, so
+//     they must be in place before the kernel launched just before it starts (kReadsBeforePdlWait).
 // Launch parameters: grid (ceil(num_tokens * G / 64) + num_reqs, num_kv_heads), 128 threads,
 // dynamic shared memory by head dim — all from shapes, frozen at capture. run() never syncs,
 // allocates or reads device memory on the host; there is no workspace.
@@ -41,6 +43,7 @@ PaddingContract flash_contract() {
       "request and are not written",
       "a real request needs seq_lens >= its query tokens and ceil(seq_lens / block_size) <= the "
       "block_table width; padded requests (seq_lens 0, zero query tokens) read nothing and write nothing",
+      kReadsBeforePdlWait,
   };
   return c;
 }
@@ -57,13 +60,13 @@ class FlashAttentionBackend final : public AttentionBackend {
   const PaddingContract& contract() const override { return contract_; }
 
   std::string describe() const override {
-    const int64_t smem = (attn::kFlashTileM + 4 * attn::kFlashTileN) * limits_.head_dim * 2;
+    const int64_t smem = (attn::kFlashTileM + 2 * attn::kFlashStages * attn::kFlashTileN) * limits_.head_dim * 2;
     return fmt::format(
         "flash: paged varlen causal, mma.sync m16n8k16 bf16->fp32, tile {} packed rows (GQA group of {} in M) x "
-        "{} KV positions, {} warps, 2-stage cp.async, {} KiB smem/CTA (hd {}); grid (ceil(n*G/{}) + num_reqs, {}) "
+        "{} KV positions, {} warps, {}-stage cp.async, {} KiB smem/CTA (hd {}); grid (ceil(n*G/{}) + num_reqs, {}) "
         "from shapes; tiles ranked on a per-CTA prefix sum of query_start_loc; no workspace",
         attn::kFlashTileM, limits_.num_heads / limits_.num_kv_heads, attn::kFlashTileN, attn::kFlashThreads / 32,
-        smem / 1024, limits_.head_dim, attn::kFlashTileM, limits_.num_kv_heads);
+        attn::kFlashStages, smem / 1024, limits_.head_dim, attn::kFlashTileM, limits_.num_kv_heads);
   }
 
   void run(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale, const Tensor& out,

@@ -19,7 +19,7 @@
 // The kernel stays memory-safe on such input (it never writes rows it does not own) but is wrong.
 //
 // Per CTA: 4 warps, each owning 16 packed query rows; KV tiles of 64 positions are gathered
-// through block_table into a 2-stage cp.async pipeline; S = Q K^T and O += P V run per warp with
+// through block_table into a 3-stage cp.async pipeline; S = Q K^T and O += P V run per warp with
 // Q held in registers; the online softmax is in fp32 in the log2 domain; O is staged through
 // shared memory and written as bf16 with 16-byte stores. Each request's arithmetic depends only on
 // its own metadata (its tiles never mix with another request's), so a row's result is
@@ -33,7 +33,8 @@ namespace fg::attn {
 namespace {
 
 constexpr int kWarps = kFlashThreads / 32;
-constexpr int kStages = 2;
+constexpr int kStages = kFlashStages;
+static_assert(kStages == 3, "the walk's cp.async wait counts are written for three stages");
 constexpr int kBM = kFlashTileM;
 constexpr int kBN = kFlashTileN;
 
@@ -105,15 +106,21 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
   constexpr uint32_t kStageBytes = kBN * HD * 2;
   constexpr int kS = kBN / 8;                       // 8-column score tiles per warp and KV tile
   extern __shared__ __align__(128) unsigned char smem[];
-  // PDL: the next kernel may launch now; this grid waits for the previous one first, before any
-  // early exit, so that its completion implies that grid's.
+  // PDL: the next kernel may launch now. What this grid reads of the previous kernel's work (RoPE
+  // and the cache write) is Q and this step's own KV rows; the step's metadata was copied before
+  // the chain's first kernel started, and every other KV row by an earlier step. So the tile's
+  // owner, its block ids and its first KV tiles' earlier rows are requested before the wait and
+  // stream while that kernel drains; Q and the step's rows follow it. Every CTA waits before it
+  // exits, so that its completion implies the previous grid's.
   fg::cuda::allow_dependent_grids();
-  fg::cuda::wait_for_prerequisite_grids();
 
   const int group = p.num_heads / p.num_kv_heads;
   const int kv_head = blockIdx.y;
   TileAssignment a;
-  if (!locate_tile(p.query_start_loc, p.num_reqs, group, static_cast<int>(blockIdx.x), a)) return;
+  if (!locate_tile(p.query_start_loc, p.num_reqs, group, static_cast<int>(blockIdx.x), a)) {
+    fg::cuda::wait_for_prerequisite_grids();
+    return;
+  }
 
   const int req = a.req;
   const int q_begin = p.query_start_loc[req];
@@ -133,8 +140,22 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
   const uint32_t sk0 = sq + kBM * HD * 2;
   const uint32_t sv0 = sk0 + kStages * kStageBytes;
   const __nv_bfloat16* q = static_cast<const __nv_bfloat16*>(p.q);
+  PagedKvLoader<HD, kBN, kFlashThreads> kv;
+  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), kv_head,
+          p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks, p.block_size, p.block_magic);
+  // Groups: the first kStages - 1 KV tiles without the step's rows (one group each), then Q and
+  // the step's rows of those tiles (one group, after the wait), then one tile per iteration.
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (st < num_kv_tiles) {
+      kv.fetch_blocks(st * kBN, ctx);
+      kv.issue_part(st * kBN, ctx, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, false);
+    }
+    cp_async_commit();
+  }
+  fg::cuda::wait_for_prerequisite_grids();
 
-  // Query tile (group 0 of the pipeline, with KV tile 0); rows past the request are zero-filled.
+  // The query tile; rows past the request are zero-filled.
   {
     const int chunk = threadIdx.x % kChunks;
 #pragma unroll
@@ -148,15 +169,15 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
       cp_async_16(sq + swizzle<HD>(row, chunk), q + offset, valid);
     }
   }
-  PagedKvLoader<HD, kBN, kFlashThreads> kv;
-  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), kv_head,
-          p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks, p.block_size, p.block_magic);
-  if (num_kv_tiles > 0) {
-    kv.fetch_blocks(0, ctx);
-    kv.issue(0, ctx, sk0, sv0);
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (st < num_kv_tiles && kv.has_written_rows(st * kBN, ctx, before)) {
+      kv.fetch_blocks(st * kBN, ctx);
+      kv.issue_part(st * kBN, ctx, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, true);
+    }
   }
   cp_async_commit();
-  if (num_kv_tiles > 1) kv.fetch_blocks(kBN, ctx);
+  if (kStages - 1 < num_kv_tiles) kv.fetch_blocks((kStages - 1) * kBN, ctx);
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
   const int warp_row0 = warp * 16;
@@ -179,13 +200,18 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
 
   for (int j = 0; j < num_kv_tiles; ++j) {
-    const int stage = j & 1;
-    // Stage j ^ 1 was last read in iteration j - 1, which ended with a barrier.
-    if (j + 1 < num_kv_tiles) kv.issue((j + 1) * kBN, ctx, sk0 + (stage ^ 1) * kStageBytes, sv0 + (stage ^ 1) * kStageBytes);
+    const int stage = j % kStages;
+    const int next = j + kStages - 1;  // its stage was last read in iteration j - 1 (ended by a barrier)
+    if (next < num_kv_tiles)
+      kv.issue(next * kBN, ctx, sk0 + (next % kStages) * kStageBytes, sv0 + (next % kStages) * kStageBytes);
     cp_async_commit();
-    if (j + 2 < num_kv_tiles) kv.fetch_blocks((j + 2) * kBN, ctx);
-    cp_async_wait<1>();  // this thread's copies of tile j (and of Q) have landed ...
-    __syncthreads();     // ... and everyone else's
+    if (next + 1 < num_kv_tiles) kv.fetch_blocks((next + 1) * kBN, ctx);
+    // This thread's copies of tile j and of the group of Q and the step's rows have landed: at
+    // j = 0 the one tile issued since that group may be pending; later, the kStages - 1 tiles
+    // issued after tile j (which, at j = 1, are all issued after that group). Then everyone's.
+    if (j == 0) cp_async_wait<kStages - 2>();
+    else cp_async_wait<kStages - 1>();
+    __syncthreads();
     if (j == 0 && warp_active) load_q_fragments<HD>(qa, sq, warp_row0, lane);
     const int kv_base = j * kBN;
     // A tile entirely past the warp's last horizon is fully masked for all its rows: skipping it

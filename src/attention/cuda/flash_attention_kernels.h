@@ -13,6 +13,7 @@ namespace fg::attn {
 constexpr int kFlashTileM = 64;   // packed query rows (token, head of the GQA group) per CTA
 constexpr int kFlashTileN = 64;   // KV positions per pipeline stage
 constexpr int kFlashThreads = 128;  // 4 warps, 16 query rows each
+constexpr int kFlashStages = 3;    // KV tiles in the cp.async pipeline (2 CTAs of 112 KB per SM at hd 128)
 
 struct FlashParams {
   const void* q;          // BF16 [num_tokens, num_heads * head_dim]

@@ -109,6 +109,11 @@ struct PagedKvLoader {
     return static_cast<int>(__umulhi(static_cast<uint32_t>(p), block_magic));
   }
 
+  // True when the tile starting at tile_base holds a position in [written_begin, kv_end).
+  __device__ __forceinline__ static bool has_written_rows(int tile_base, int kv_end, int written_begin) {
+    return max(tile_base, written_begin) < min(tile_base + BN, kv_end);
+  }
+
   // Block ids of the tile starting at tile_base; positions at or past kv_end are never looked up
   // (their table entries may be stale or out of the request's row).
   __device__ __forceinline__ void fetch_blocks(int tile_base, int kv_end) {
@@ -122,11 +127,22 @@ struct PagedKvLoader {
   // Copies K and V rows [tile_base, tile_base + BN) into the swizzled tiles at sk and sv, with
   // the block ids of the last fetch_blocks(tile_base, kv_end).
   __device__ __forceinline__ void issue(int tile_base, int kv_end, uint32_t sk, uint32_t sv) const {
+    issue_part(tile_base, kv_end, sk, sv, kv_end, false);
+  }
+
+  // The part of issue() that this step's attention may copy before the kernel that writes the
+  // step's own KV rows has finished (PDL): rows at positions [written_begin, kv_end) are that
+  // kernel's (RoPE and the cache write), every other row is an earlier step's or zero fill. With
+  // `written` false, copies every other row; with it true, only the written ones. Each row is
+  // copied exactly once over the two calls, so no two copies race for the same bytes.
+  __device__ __forceinline__ void issue_part(int tile_base, int kv_end, uint32_t sk, uint32_t sv, int written_begin,
+                                             bool written) const {
 #pragma unroll
     for (int i = 0; i < kPasses; ++i) {
       const int row = row0 + i * kRowsPerPass;
       const int p = tile_base + row;
       const bool valid = p < kv_end;
+      if ((valid && p >= written_begin) != written) continue;
       const int64_t slot = static_cast<int64_t>(blocks[i]) * block_size + (p - block_of(p) * block_size);
       const int64_t offset = valid ? slot * slot_stride + chunk * 8 : 0;
       const uint32_t dst = swizzle<HD>(row, chunk);

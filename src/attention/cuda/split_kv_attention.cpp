@@ -49,6 +49,7 @@ PaddingContract split_kv_contract() {
       "(min(32, ceil(max_context / 256))); a request longer than max_context is still correct but uses "
       "longer chunks",
       "q may have at most min(max_tokens, 4 * max_reqs) rows (the workspace rows)",
+      kReadsBeforePdlWait,
   };
   return c;
 }

@@ -26,6 +26,7 @@ namespace {
 
 constexpr int kBN = kSplitKvTileN;
 constexpr int kStages = 3;
+static_assert(kStages == 3, "the walk's cp.async wait counts are written for three stages");
 constexpr int kWarps = kSplitKvThreads / 32;
 constexpr int kRows = kSplitKvRowsPerCta;
 static_assert(kSplitKvMaxSplits <= 32, "the combine holds one split per lane");
@@ -99,24 +100,18 @@ __device__ __forceinline__ void combine_splits(const SplitKvParams& p, const Req
 // Q [16][HD] bf16, K [3][64][HD], V [3][64][HD]; after the walk the KV area holds the warps'
 // states for the merge: O [4][16][HD + 8] fp32 (8 floats of padding keep the float2 stores
 // conflict-free), then m [4][16] and l [4][16].
+//
+// Walks split `split` of request `req` for the CTA's row group (KV head kv_head, packed rows from
+// m0) and writes its output (one split) or its partial and arrival, combining the row group if it
+// brings the last split. PDL: the split's plan, its block ids and its first tiles' earlier rows are
+// requested before the wait (kReadsBeforePdlWait), Q and the step's rows after it.
 template <int HD>
-__global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKvParams p, int row_groups) {
+__device__ __forceinline__ void walk_split(const SplitKvParams& p, const RequestView& v, int split, int req,
+                                           int kv_head, int m0, int group, unsigned char* smem) {
   constexpr int kChunks = HD / 8;
   constexpr uint32_t kStageBytes = kBN * HD * 2;
   constexpr int kPitch = HD + 8;
-  extern __shared__ __align__(128) unsigned char smem[];
-  // PDL: the next kernel (o_proj) may launch now; this grid waits for the previous one (rope and
-  // the cache write) first, before any early exit, so that its completion implies that grid's.
-  fg::cuda::allow_dependent_grids();
-  fg::cuda::wait_for_prerequisite_grids();
-
-  const int split = blockIdx.x, req = blockIdx.y;
-  const int kv_head = blockIdx.z / row_groups, m0 = (blockIdx.z % row_groups) * kRows;
-  RequestView v;
-  if (!view_request(p, req, v) || split >= v.plan.num_splits) return;
-  const int group = p.num_heads / p.num_kv_heads;
   const int rows = v.num_query * group;
-  if (m0 >= rows) return;
   const int valid_rows = min(kRows, rows - m0);
   const int kv_begin = split * v.plan.chunk;
   const int kv_end = min(v.ctx, kv_begin + v.plan.chunk);
@@ -129,6 +124,20 @@ __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKv
   const uint32_t sq = smem_addr(smem);
   const uint32_t sk0 = sq + kRows * HD * 2;
   const uint32_t sv0 = sk0 + kStages * kStageBytes;
+  PagedKvLoader<HD, kBN, kSplitKvThreads> kv;
+  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), kv_head,
+          p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks, p.block_size, p.block_magic);
+  // Groups: the first kStages - 1 tiles without the step's rows (one group each), then Q and the
+  // step's rows of those tiles (one group, after the wait), then one tile per iteration.
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (st < num_tiles) {
+      kv.fetch_blocks(kv_begin + st * kBN, kv_end);
+      kv.issue_part(kv_begin + st * kBN, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, false);
+    }
+    cp_async_commit();
+  }
+  fg::cuda::wait_for_prerequisite_grids();
   {
     const __nv_bfloat16* q = static_cast<const __nv_bfloat16*>(p.q);
 #pragma unroll
@@ -144,17 +153,15 @@ __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKv
       cp_async_16(sq + swizzle<HD>(row, chunk), q + offset, valid);
     }
   }
-  PagedKvLoader<HD, kBN, kSplitKvThreads> kv;
-  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), kv_head,
-          p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks, p.block_size, p.block_magic);
 #pragma unroll
-  for (int st = 0; st < kStages - 1; ++st) {  // Q rides in the first group
-    if (st < num_tiles) {
-      kv.fetch_blocks(kv_begin + st * kBN, kv_end);
-      kv.issue(kv_begin + st * kBN, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes);
+  for (int st = 0; st < kStages - 1; ++st) {
+    const int tile_base = kv_begin + st * kBN;
+    if (st < num_tiles && kv.has_written_rows(tile_base, kv_end, before)) {
+      kv.fetch_blocks(tile_base, kv_end);
+      kv.issue_part(tile_base, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, true);
     }
-    cp_async_commit();
   }
+  cp_async_commit();
   if (kStages - 1 < num_tiles) kv.fetch_blocks(kv_begin + (kStages - 1) * kBN, kv_end);
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
@@ -176,7 +183,11 @@ __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKv
       kv.issue(kv_begin + next * kBN, kv_end, sk0 + (next % kStages) * kStageBytes, sv0 + (next % kStages) * kStageBytes);
     cp_async_commit();
     if (next + 1 < num_tiles) kv.fetch_blocks(kv_begin + (next + 1) * kBN, kv_end);
-    cp_async_wait<kStages - 1>();
+    // Tile j and the group of Q and the step's rows: at j = 0 the one tile issued since that
+    // group may be pending; later, the kStages - 1 tiles issued after tile j (which, at j = 1,
+    // are all issued after that group).
+    if (j == 0) cp_async_wait<kStages - 2>();
+    else cp_async_wait<kStages - 1>();
     __syncthreads();
     if (j == 0) load_q_fragments<HD>(qa, sq, 0, lane);
     const int slice = kv_begin + j * kBN + warp * 16;
@@ -280,6 +291,26 @@ __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKv
   __threadfence();                                // the other splits' partials are read after their counts
   if (threadIdx.x == 0) *row_group_arrivals = 0;  // re-armed for the next launch or graph replay
   combine_splits<HD>(p, v, kv_head, m0, valid_rows, group, warp, lane);
+}
+
+template <int HD>
+__global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKvParams p, int row_groups) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  // PDL: the next kernel (o_proj) may launch now. What this grid reads of the previous kernel's
+  // work (RoPE and the cache write) is Q and this step's own KV rows; the step's metadata was
+  // copied before the chain's first kernel started, and every other KV row by an earlier step.
+  // Every CTA waits before it exits, so that its completion implies the previous grid's.
+  fg::cuda::allow_dependent_grids();
+
+  const int split = blockIdx.x, req = blockIdx.y;
+  const int kv_head = blockIdx.z / row_groups, m0 = (blockIdx.z % row_groups) * kRows;
+  const int group = p.num_heads / p.num_kv_heads;
+  RequestView v;
+  if (!view_request(p, req, v) || split >= v.plan.num_splits || m0 >= v.num_query * group) {
+    fg::cuda::wait_for_prerequisite_grids();
+    return;
+  }
+  walk_split<HD>(p, v, split, req, kv_head, m0, group, smem);
 }
 
 template <int HD>
