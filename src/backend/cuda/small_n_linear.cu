@@ -53,6 +53,9 @@ __device__ __forceinline__ uint4 load_weights(const bf16* p) {
   return v;
 }
 
+// Asks L2 for the 128-byte line holding p; no register waits on it.
+__device__ __forceinline__ void prefetch_l2(const bf16* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
 __device__ __forceinline__ uint4 load_tokens(const bf16* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
 // 16-byte asynchronous copy global -> shared that bypasses L1 (weights are read once).
@@ -148,11 +151,21 @@ __global__ void __launch_bounds__(kMaxWarps * 32, min_blocks(kUpperHalf, kStages
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) wv[u][j] = load_weights(w_lane[j] + k + u * 32);
   };
+  // The lines of a group's weights in L2: a row's k-steps u and u + 1 share one 128-byte line (at
+  // in % 64 == 0), which the quad's lane t = 0 asks for.
+  auto prefetch_group = [&](int k) {
+    if (t != 0) return;
+#pragma unroll
+    for (int u = 0; u < kGroup; u += 2)
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) prefetch_l2(w_lane[j] + k + u * 32);
+  };
 
   // Main loop: groups of kGroup consecutive whole k-steps, dealt to the warps round-robin.
   // PDL (the kernel is launched with it): the weights depend on no earlier kernel, so each warp
-  // requests its first group of them before waiting for the kernel that writes the tokens; they
-  // stream while that kernel drains. Tokens and outputs are touched only after the wait.
+  // requests its first group of them before waiting for the kernel that writes the tokens, and
+  // asks L2 for the lines of its later groups; they stream while that kernel drains (attention
+  // before o_proj reads little of HBM). Tokens and outputs are touched only after the wait.
   const int full_steps = in / 32, steps = (in + 31) / 32, groups = full_steps / kGroup;
   if constexpr (kStages == 0) {
     int first = warp;
@@ -160,6 +173,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, min_blocks(kUpperHalf, kStages
       const int k = first * kGroup * 32;
       uint4 wv[kGroup][2];
       load_group(k, wv);
+      for (int later = first + warps; later < groups; later += warps) prefetch_group(later * kGroup * 32);
       wait_for_prerequisite_grids();
       compute_group(k, wv);
       first += warps;
