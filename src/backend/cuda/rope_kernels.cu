@@ -20,7 +20,9 @@ __global__ void __launch_bounds__(256) rope_cache_kernel(bf16* __restrict__ q, b
                                                          int num_heads, int num_kv_heads, int head_dim,
                                                          int max_positions, int64_t num_slots) {
   allow_dependent_grids();  // PDL: the attention kernel may launch; it waits for this grid
-  wait_for_prerequisite_grids();
+  // The token's position and slot (the step's metadata, copied before the chain's first kernel)
+  // and the cos/sin of the thread's first item (a constant table) do not depend on the kernel
+  // before (the q/k/v projection): they are read before the wait, which leaves only q and k.
   const int64_t token = blockIdx.x;
   const int pos = min(max(positions[token], 0), max_positions - 1);
   const int64_t slot = slot_mapping[token];
@@ -29,21 +31,27 @@ __global__ void __launch_bounds__(256) rope_cache_kernel(bf16* __restrict__ q, b
   const int64_t kv_stride = static_cast<int64_t>(num_kv_heads) * head_dim;
   const float* cos_row = cos_sin + static_cast<int64_t>(pos) * head_dim;
   const float* sin_row = cos_row + half;
+  const int rot_items = (num_heads + num_kv_heads) * chunks;
+  float c[8], s[8];
+  auto load_cos_sin = [&](int e0) {
+    *reinterpret_cast<float4*>(c) = *reinterpret_cast<const float4*>(cos_row + e0);
+    *reinterpret_cast<float4*>(c + 4) = *reinterpret_cast<const float4*>(cos_row + e0 + 4);
+    *reinterpret_cast<float4*>(s) = *reinterpret_cast<const float4*>(sin_row + e0);
+    *reinterpret_cast<float4*>(s + 4) = *reinterpret_cast<const float4*>(sin_row + e0 + 4);
+  };
+  if (static_cast<int>(threadIdx.x) < rot_items) load_cos_sin((threadIdx.x % chunks) * 8);
+  wait_for_prerequisite_grids();
 
   // Rotation: chunk c of head h, over the q heads then the k heads.
-  const int rot_items = (num_heads + num_kv_heads) * chunks;
   for (int item = threadIdx.x; item < rot_items; item += blockDim.x) {
     const int head = item / chunks, e0 = (item % chunks) * 8;
     const bool is_k = head >= num_heads;
     bf16* base = is_k ? k + token * kv_stride + static_cast<int64_t>(head - num_heads) * head_dim
                       : q + (token * num_heads + head) * head_dim;
-    float a[8], b[8], c[8], s[8], ra[8], rb[8];
+    float a[8], b[8], ra[8], rb[8];
     unpack_bf16x8(*reinterpret_cast<const uint4*>(base + e0), a);
     unpack_bf16x8(*reinterpret_cast<const uint4*>(base + half + e0), b);
-    *reinterpret_cast<float4*>(c) = *reinterpret_cast<const float4*>(cos_row + e0);
-    *reinterpret_cast<float4*>(c + 4) = *reinterpret_cast<const float4*>(cos_row + e0 + 4);
-    *reinterpret_cast<float4*>(s) = *reinterpret_cast<const float4*>(sin_row + e0);
-    *reinterpret_cast<float4*>(s + 4) = *reinterpret_cast<const float4*>(sin_row + e0 + 4);
+    if (item != static_cast<int>(threadIdx.x)) load_cos_sin(e0);
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       ra[e] = a[e] * c[e] - b[e] * s[e];
