@@ -52,8 +52,13 @@ void add_bench_kernels_command(CLI::App& app) {
   cmd->add_option("--tables", *tables,
                   fmt::format("Run only these tables (default: all): {}", fmt::join(fg::cuda::kernel_benchmark_tables(), ", ")))
       ->delimiter(',');
-  cmd->callback([json, attention, tables] {
-    if (const int rc = fg::cuda::run_kernel_benchmarks(*json, *attention, *tables); rc != 0)
+  auto breakdown_batches = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{1});
+  cmd->add_option("--breakdown-batches", *breakdown_batches,
+                  "Decode-step batches (of 1, 8, 64) whose graph replay is broken down by kernel")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->callback([json, attention, tables, breakdown_batches] {
+    if (const int rc = fg::cuda::run_kernel_benchmarks(*json, *attention, *tables, *breakdown_batches); rc != 0)
       throw CLI::RuntimeError(rc);
   });
 }

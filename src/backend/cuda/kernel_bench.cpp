@@ -511,10 +511,10 @@ ModelWeights random_weights(CudaBackend& backend, const ModelConfig& c) {
 }
 
 // The table of a step breakdown (step_breakdown.h), kernels in the order they first run.
-nlohmann::json print_breakdown(const std::string& model, const StepBreakdown& b) {
-  fmt::print("  where the graph replay of {}'s batch-1 step goes ({:.1f} us; each kernel's time added to the\n"
+nlohmann::json print_breakdown(const std::string& model, int64_t batch, const StepBreakdown& b) {
+  fmt::print("  where the graph replay of {}'s batch-{} step goes ({:.1f} us; each kernel's time added to the\n"
              "  chain, from replays of its prefixes; the first kernel's includes the graph launch):\n",
-             model, b.step_us);
+             model, batch, b.step_us);
   fmt::print("  {:<64} {:>8} {:>9} {:>9} {:>6}\n", "kernel", "launches", "us", "us each", "share");
   nlohmann::json rows = nlohmann::json::array();
   for (const KernelShare& k : b.kernels) {
@@ -525,7 +525,8 @@ nlohmann::json print_breakdown(const std::string& model, const StepBreakdown& b)
   return {{"step_us", b.step_us}, {"kernels", rows}};
 }
 
-nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& attention) {
+nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& attention,
+                                  const std::vector<int64_t>& breakdown_batches) {
   constexpr int64_t kContext = 512, kBlockSize = 16, kMaxBatch = 64;
   constexpr int64_t kBlocksPerRequest = kContext / kBlockSize;
   nlohmann::json rows = nlohmann::json::array();
@@ -580,9 +581,11 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
       rows.push_back({{"model", m.name}, {"batch", batch}, {"context", kContext}, {"attention", attention},
                       {"eager_ms", eager_ms},
                       {"graph_ms", std::isnan(graph_ms) ? nlohmann::json() : nlohmann::json(graph_ms)}});
-      if (batch == 1 && !std::isnan(graph_ms))
+      const bool broken_down =
+          std::find(breakdown_batches.begin(), breakdown_batches.end(), batch) != breakdown_batches.end();
+      if (broken_down && !std::isnan(graph_ms))
         rows.back()["breakdown"] = print_breakdown(
-            m.name, breakdown_captured_step(backend.stream(), [&] { model.forward(step.inputs, kv); }, 30));
+            m.name, batch, breakdown_captured_step(backend.stream(), [&] { model.forward(step.inputs, kv); }, 30));
     }
     backend.synchronize();
   }
@@ -599,7 +602,7 @@ const std::vector<std::string>& kernel_benchmark_tables() {
 }
 
 int run_kernel_benchmarks(const std::string& json_out, const std::string& attention,
-                          const std::vector<std::string>& tables) {
+                          const std::vector<std::string>& tables, const std::vector<int64_t>& breakdown_batches) {
   const std::vector<std::string>& known = kernel_benchmark_tables();
   for (const std::string& t : tables)
     FG_CHECK(std::find(known.begin(), known.end(), t) != known.end(),
@@ -623,7 +626,7 @@ int run_kernel_benchmarks(const std::string& json_out, const std::string& attent
   if (wanted("streamed_k_slices")) result["streamed_k_slices"] = bench_streamed_k_slices(backend);
   if (wanted("streamed_blocks_per_sm")) result["streamed_blocks_per_sm"] = bench_streamed_blocks_per_sm(backend);
   if (wanted("direct_warps")) result["direct_warps"] = bench_direct_warps(backend);
-  if (wanted("decode_step")) result["decode_step"] = bench_decode_steps(backend, attention);
+  if (wanted("decode_step")) result["decode_step"] = bench_decode_steps(backend, attention, breakdown_batches);
   if (!json_out.empty()) {
     std::ofstream(json_out) << result.dump(2) << "\n";
     fmt::print("\nwritten to {}\n", json_out);

@@ -45,7 +45,14 @@ std::string node_name(cudaGraphNode_t node) {
   FG_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
   if (type != cudaGraphNodeTypeKernel) return fmt::format("(graph node of type {})", static_cast<int>(type));
   cudaKernelNodeParams params{};
-  FG_CUDA_CHECK(cudaGraphKernelNodeGetParams(node, &params));
+  // A library's kernels (cuBLASLt's, launched from its own module) cannot be looked up through
+  // the runtime: they share one row.
+  if (const cudaError_t e = cudaGraphKernelNodeGetParams(node, &params); e == cudaErrorInvalidDeviceFunction) {
+    (void)cudaGetLastError();
+    return "(a library's kernel: cuBLASLt)";
+  } else {
+    FG_CUDA_CHECK(e);
+  }
   const char* name = nullptr;
   FG_CUDA_CHECK(cudaFuncGetName(&name, params.func));
   return short_kernel_name(name);
