@@ -18,9 +18,11 @@
 // fail the ownership check and are never computed, so their output rows keep whatever they held.
 // The kernel stays memory-safe on such input (it never writes rows it does not own) but is wrong.
 //
-// Per CTA: 4 warps, each owning 16 packed query rows; KV tiles of 64 positions are gathered
-// through block_table into a 3-stage cp.async pipeline; S = Q K^T and O += P V run per warp with
-// Q held in registers; the online softmax is in fp32 in the log2 domain; O is staged through
+// Per CTA: 4 warps, each owning 16 packed query rows (or, for a tile of at most 16 rows, all four
+// the same rows, each taking a 16-position slice of every KV tile and merging at the end: a decode
+// then keeps four warps busy, not one); KV tiles of 64 positions are gathered through block_table
+// into a 3-stage cp.async pipeline, the first ones requested before the PDL wait; S = Q K^T and
+// O += P V run per warp with Q held in registers; the online softmax is in fp32 in the log2 domain; O is staged through
 // shared memory and written as bf16 with 16-byte stores. Each request's arithmetic depends only on
 // its own metadata (its tiles never mix with another request's), so a row's result is
 // bit-identical in any batch and under any padding.
@@ -37,6 +39,9 @@ constexpr int kStages = kFlashStages;
 static_assert(kStages == 3, "the walk's cp.async wait counts are written for three stages");
 constexpr int kBM = kFlashTileM;
 constexpr int kBN = kFlashTileN;
+static_assert(slice_state_bytes<128, kWarps>() <= 2 * kStages * kBN * 128 * 2 &&
+                  slice_state_bytes<64, kWarps>() <= 2 * kStages * kBN * 64 * 2,
+              "the warps' merge fits the KV area");
 
 // Q [64][HD], then K [kStages][64][HD], then V [kStages][64][HD], all bf16 and swizzled.
 template <int HD>
@@ -97,6 +102,76 @@ __device__ bool locate_tile(const int* __restrict__ qsl, int num_reqs, int group
   __syncthreads();
   out = {s_found[0], s_found[1], s_found[2]};
   return out.req == rank && rank < num_reqs && out.count > 0 && t >= out.start && t < out.start + out.count;
+}
+
+// What a CTA's walk needs to know of its tile, its request and its pipeline.
+struct TileWalk {
+  int q_begin, m0, valid_rows, group, kv_head;  // packed row m: token q_begin + m / group, head kv_head * group + m % group
+  int before, last_h, ctx, num_kv_tiles;        // positions before the step's chunk; the last row's horizon
+  uint32_t sk0, sv0;                            // the KV ring
+};
+
+// The walk of a tile of at most 16 packed rows (a decode's G heads, a chunk's last rows), which
+// would leave three warps idle: every warp takes the same 16 rows and a 16-position slice of each
+// KV tile, as split_kv does, and the warps' states merge in the KV area at the end. Continues the
+// pipeline the kernel started (tiles 0 .. kStages - 2 and the group of Q and the step's rows in
+// flight, the block ids of tile kStages - 1 fetched). The choice of this walk depends on the
+// request alone, so a row's bits still do not depend on the batch. Kept apart from the 64-row
+// walk so that the prefill's code stays as it was.
+template <int HD>
+__device__ __forceinline__ void walk_slices(const FlashParams& p, const TileWalk& t,
+                                            PagedKvLoader<HD, kBN, kFlashThreads>& kv, uint32_t sq,
+                                            unsigned char* smem) {
+  constexpr uint32_t kStageBytes = kBN * HD * 2;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
+  int horizon[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = g + 8 * r;
+    horizon[r] = row < t.valid_rows ? t.before + (t.m0 + row) / t.group + 1 : t.last_h;  // padding rows: unstored
+  }
+  uint32_t qa[HD / 16][4];
+  float o[HD / 8][4];
+#pragma unroll
+  for (int d = 0; d < HD / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  for (int j = 0; j < t.num_kv_tiles; ++j) {
+    const int stage = j % kStages;
+    const int next = j + kStages - 1;  // as in the kernel's walk
+    if (next < t.num_kv_tiles)
+      kv.issue(next * kBN, t.ctx, t.sk0 + (next % kStages) * kStageBytes, t.sv0 + (next % kStages) * kStageBytes);
+    cp_async_commit();
+    if (next + 1 < t.num_kv_tiles) kv.fetch_blocks((next + 1) * kBN, t.ctx);
+    if (j == 0) cp_async_wait<kStages - 2>();
+    else cp_async_wait<kStages - 1>();
+    __syncthreads();
+    if (j == 0) load_q_fragments<HD>(qa, sq, 0, lane);
+    const int slice = j * kBN + warp * 16;
+    // A slice past every row's horizon is fully masked: skipping it is exact.
+    if (slice < t.last_h)
+      attend_tile<HD, 2>(o, m_run, l_run, qa, t.sk0 + stage * kStageBytes, t.sv0 + stage * kStageBytes, warp * 16,
+                         slice, horizon, t.ctx, p.scale_log2, lane);
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the KV area is free for the merge
+
+  float* state = reinterpret_cast<float*>(smem + kBM * HD * 2);
+  store_slice_state<HD, kWarps>(state, o, m_run, l_run, warp, lane);
+  __syncthreads();
+  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.out);
+  for (int idx = threadIdx.x; idx < 16 * (HD / 4); idx += kFlashThreads) {
+    const int row = idx / (HD / 4), c4 = idx % (HD / 4);
+    if (row >= t.valid_rows) continue;
+    const int m = t.m0 + row;
+    const int token = t.q_begin + m / t.group;
+    if (token < 0 || token >= p.num_tokens) continue;
+    const int head = t.kv_head * t.group + m % t.group;
+    float lse;
+    const float4 merged = merge_slice_row<HD, kWarps>(state, row, c4, lse);
+    *reinterpret_cast<uint2*>(out + (static_cast<int64_t>(token) * p.num_heads + head) * HD + c4 * 4) =
+        make_uint2(pack_bf16(merged.x, merged.y), pack_bf16(merged.z, merged.w));
+  }
 }
 
 template <int HD>
@@ -179,6 +254,11 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
   cp_async_commit();
   if (kStages - 1 < num_kv_tiles) kv.fetch_blocks((kStages - 1) * kBN, ctx);
 
+  if (valid_rows <= 16) {
+    walk_slices<HD>(p, {q_begin, m0, valid_rows, group, kv_head, before, last_h, ctx, num_kv_tiles, sk0, sv0}, kv, sq,
+                    smem);
+    return;
+  }
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
   const int warp_row0 = warp * 16;
   const bool warp_active = warp_row0 < valid_rows;

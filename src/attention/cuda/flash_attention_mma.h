@@ -244,4 +244,98 @@ __device__ __forceinline__ void pv_accumulate(float (&o)[HD / 8][4], const float
   }
 }
 
+// One KV tile, or a warp's slice of it, for a warp's 16 query rows: S = Q K^T over the NS * 8 KV
+// rows starting at tile_row0 of the tiles at sk / sv (context positions from col0), masked to -inf
+// where the position reaches the row's horizon or col_end, else scaled into the log2 domain; then
+// one online-softmax step, O rescaled, and O += P V.
+template <int HD, int NS>
+__device__ __forceinline__ void attend_tile(float (&o)[HD / 8][4], float (&m)[2], float (&l)[2],
+                                            const uint32_t (&qa)[HD / 16][4], uint32_t sk, uint32_t sv, int tile_row0,
+                                            int col0, const int (&horizon)[2], int col_end, float scale_log2,
+                                            int lane) {
+  const int tq = lane & 3;
+  float s[NS][4];
+  qk_scores<HD, NS>(s, qa, sk, tile_row0, lane);
+#pragma unroll
+  for (int n = 0; n < NS; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int col = col0 + n * 8 + 2 * tq + (e & 1);
+      s[n][e] = (col >= horizon[e >> 1] || col >= col_end) ? -INFINITY : s[n][e] * scale_log2;
+    }
+  }
+  float alpha[2];
+  online_softmax_step<NS>(s, m, l, alpha);
+#pragma unroll
+  for (int d = 0; d < HD / 8; ++d) {
+    o[d][0] *= alpha[0];
+    o[d][1] *= alpha[0];
+    o[d][2] *= alpha[1];
+    o[d][3] *= alpha[1];
+  }
+  pv_accumulate<HD, NS>(o, s, sv, tile_row0, lane);
+}
+
+// Warps that walked slices of every KV tile for the same 16 query rows meet through shared memory
+// (the KV area, free after the walk): [W][16][HD + 8] fp32 O (8 floats of padding keep the float2
+// stores conflict-free), then m [W][16] and l [W][16].
+template <int HD, int W>
+constexpr int slice_state_bytes() {
+  return (W * 16 * (HD + 8) + 2 * W * 16) * 4;
+}
+
+// Writes this warp's O, m and l (l summed over its quad) into the state; the caller then syncs.
+template <int HD, int W>
+__device__ __forceinline__ void store_slice_state(float* state, const float (&o)[HD / 8][4], const float (&m)[2],
+                                                  float (&l)[2], int warp, int lane) {
+  constexpr int kPitch = HD + 8;
+  const int g = lane >> 2, tq = lane & 3;
+  float* s_m = state + W * 16 * kPitch;
+  float* s_l = s_m + W * 16;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(kFullMask, l[r], 1);
+    l[r] += __shfl_xor_sync(kFullMask, l[r], 2);
+  }
+#pragma unroll
+  for (int d = 0; d < HD / 8; ++d) {
+    *reinterpret_cast<float2*>(state + (warp * 16 + g) * kPitch + d * 8 + 2 * tq) = make_float2(o[d][0], o[d][1]);
+    *reinterpret_cast<float2*>(state + (warp * 16 + g + 8) * kPitch + d * 8 + 2 * tq) = make_float2(o[d][2], o[d][3]);
+  }
+  if (tq == 0) {
+    s_m[warp * 16 + g] = m[0];
+    s_m[warp * 16 + g + 8] = m[1];
+    s_l[warp * 16 + g] = l[0];
+    s_l[warp * 16 + g + 8] = l[1];
+  }
+}
+
+// Row `row`'s columns [4 c4, 4 c4 + 4) merged over the W warps in warp order: the normalized
+// output (zeros when no key was visible), and its log2-domain log-sum-exp in lse (-inf then).
+template <int HD, int W>
+__device__ __forceinline__ float4 merge_slice_row(const float* state, int row, int c4, float& lse) {
+  constexpr int kPitch = HD + 8;
+  const float* s_m = state + W * 16 * kPitch;
+  const float* s_l = s_m + W * 16;
+  float mx = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < W; ++w) mx = fmaxf(mx, s_m[w * 16 + row]);
+  const float base = mx == -INFINITY ? 0.0f : mx;
+  float sum = 0.0f;
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+  for (int w = 0; w < W; ++w) {  // fixed warp order
+    const float f = exp2f(s_m[w * 16 + row] - base);
+    const float4 x = *reinterpret_cast<const float4*>(state + (w * 16 + row) * kPitch + c4 * 4);
+    sum += s_l[w * 16 + row] * f;
+    acc.x += f * x.x;
+    acc.y += f * x.y;
+    acc.z += f * x.z;
+    acc.w += f * x.w;
+  }
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  lse = sum > 0.0f ? base + log2f(sum) : -INFINITY;
+  return make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+}
+
 }  // namespace fg::attn

@@ -98,8 +98,7 @@ __device__ __forceinline__ void combine_splits(const SplitKvParams& p, const Req
 }
 
 // Q [16][HD] bf16, K [3][64][HD], V [3][64][HD]; after the walk the KV area holds the warps'
-// states for the merge: O [4][16][HD + 8] fp32 (8 floats of padding keep the float2 stores
-// conflict-free), then m [4][16] and l [4][16].
+// states for the merge (store_slice_state).
 //
 // Walks split `split` of request `req` for the CTA's row group (KV head kv_head, packed rows from
 // m0) and writes its output (one split) or its partial and arrival, combining the row group if it
@@ -110,7 +109,7 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
                                            int kv_head, int m0, int group, unsigned char* smem) {
   constexpr int kChunks = HD / 8;
   constexpr uint32_t kStageBytes = kBN * HD * 2;
-  constexpr int kPitch = HD + 8;
+  static_assert(slice_state_bytes<HD, kWarps>() <= 2 * kStages * kStageBytes, "the merge fits the KV area");
   const int rows = v.num_query * group;
   const int valid_rows = min(kRows, rows - m0);
   const int kv_begin = split * v.plan.chunk;
@@ -164,7 +163,7 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
   cp_async_commit();
   if (kStages - 1 < num_tiles) kv.fetch_blocks(kv_begin + (kStages - 1) * kBN, kv_end);
 
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
   int horizon[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -194,51 +193,16 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
     // A slice past every row's horizon or the split's end is fully masked: skipping it is exact.
     if (slice < walk_end) {
       const int stage = j % kStages;
-      float s[2][4];
-      qk_scores<HD, 2>(s, qa, sk0 + stage * kStageBytes, warp * 16, lane);
-#pragma unroll
-      for (int n = 0; n < 2; ++n) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = slice + n * 8 + 2 * tq + (e & 1);
-          s[n][e] = (col >= horizon[e >> 1] || col >= kv_end) ? -INFINITY : s[n][e] * p.scale_log2;
-        }
-      }
-      float alpha[2];
-      online_softmax_step<2>(s, m_run, l_run, alpha);
-#pragma unroll
-      for (int d = 0; d < HD / 8; ++d) {
-        o[d][0] *= alpha[0];
-        o[d][1] *= alpha[0];
-        o[d][2] *= alpha[1];
-        o[d][3] *= alpha[1];
-      }
-      pv_accumulate<HD, 2>(o, s, sv0 + stage * kStageBytes, warp * 16, lane);
+      attend_tile<HD, 2>(o, m_run, l_run, qa, sk0 + stage * kStageBytes, sv0 + stage * kStageBytes, warp * 16, slice,
+                         horizon, kv_end, p.scale_log2, lane);
     }
     __syncthreads();
   }
   cp_async_wait<0>();
   __syncthreads();  // the KV area is free for the merge
 
-  float* s_o = reinterpret_cast<float*>(smem + kRows * HD * 2);  // [4][16][kPitch]
-  float* s_m = s_o + kWarps * kRows * kPitch;                     // [4][16]
-  float* s_l = s_m + kWarps * kRows;                              // [4][16]
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l_run[r] += __shfl_xor_sync(kFullMask, l_run[r], 1);
-    l_run[r] += __shfl_xor_sync(kFullMask, l_run[r], 2);
-  }
-#pragma unroll
-  for (int d = 0; d < HD / 8; ++d) {
-    *reinterpret_cast<float2*>(s_o + (warp * kRows + g) * kPitch + d * 8 + 2 * tq) = make_float2(o[d][0], o[d][1]);
-    *reinterpret_cast<float2*>(s_o + (warp * kRows + g + 8) * kPitch + d * 8 + 2 * tq) = make_float2(o[d][2], o[d][3]);
-  }
-  if (tq == 0) {
-    s_m[warp * kRows + g] = m_run[0];
-    s_m[warp * kRows + g + 8] = m_run[1];
-    s_l[warp * kRows + g] = l_run[0];
-    s_l[warp * kRows + g + 8] = l_run[1];
-  }
+  float* state = reinterpret_cast<float*>(smem + kRows * HD * 2);
+  store_slice_state<HD, kWarps>(state, o, m_run, l_run, warp, lane);
   __syncthreads();
 
   __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.out);
@@ -249,32 +213,16 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
     const int token = v.q_begin + m / group;
     if (token >= p.num_tokens) continue;
     const int head = kv_head * group + m % group;
-    float mx = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, s_m[w * kRows + row]);
-    const float base = mx == -INFINITY ? 0.0f : mx;
-    float sum = 0.0f;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {  // fixed warp order
-      const float f = exp2f(s_m[w * kRows + row] - base);
-      const float4 x = *reinterpret_cast<const float4*>(s_o + (w * kRows + row) * kPitch + c4 * 4);
-      sum += s_l[w * kRows + row] * f;
-      acc.x += f * x.x;
-      acc.y += f * x.y;
-      acc.z += f * x.z;
-      acc.w += f * x.w;
-    }
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    float lse;
+    const float4 merged = merge_slice_row<HD, kWarps>(state, row, c4, lse);
     const int64_t row_index = static_cast<int64_t>(token) * p.num_heads + head;
     if (v.plan.num_splits == 1) {
-      const uint2 packed = make_uint2(pack_bf16(acc.x * inv, acc.y * inv), pack_bf16(acc.z * inv, acc.w * inv));
+      const uint2 packed = make_uint2(pack_bf16(merged.x, merged.y), pack_bf16(merged.z, merged.w));
       *reinterpret_cast<uint2*>(out + row_index * HD + c4 * 4) = packed;
     } else {
       const int64_t partial_row = static_cast<int64_t>(split) * p.partial_rows * p.num_heads + row_index;
-      *reinterpret_cast<float4*>(p.partial_out + partial_row * HD + c4 * 4) =
-          make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-      if (c4 == 0) p.partial_lse[partial_row] = sum > 0.0f ? base + log2f(sum) : -INFINITY;
+      *reinterpret_cast<float4*>(p.partial_out + partial_row * HD + c4 * 4) = merged;
+      if (c4 == 0) p.partial_lse[partial_row] = lse;
     }
   }
   if (v.plan.num_splits == 1) return;
