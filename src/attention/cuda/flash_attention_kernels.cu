@@ -122,7 +122,6 @@ template <int HD>
 __device__ __forceinline__ void walk_slices(const FlashParams& p, const TileWalk& t,
                                             PagedKvLoader<HD, kBN, kFlashThreads>& kv, uint32_t sq,
                                             unsigned char* smem) {
-  constexpr uint32_t kStageBytes = kBN * HD * 2;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
   int horizon[2];
 #pragma unroll
@@ -130,31 +129,9 @@ __device__ __forceinline__ void walk_slices(const FlashParams& p, const TileWalk
     const int row = g + 8 * r;
     horizon[r] = row < t.valid_rows ? t.before + (t.m0 + row) / t.group + 1 : t.last_h;  // padding rows: unstored
   }
-  uint32_t qa[HD / 16][4];
-  float o[HD / 8][4];
-#pragma unroll
-  for (int d = 0; d < HD / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
-  for (int j = 0; j < t.num_kv_tiles; ++j) {
-    const int stage = j % kStages;
-    const int next = j + kStages - 1;  // as in the kernel's walk
-    if (next < t.num_kv_tiles)
-      kv.issue(next * kBN, t.ctx, t.sk0 + (next % kStages) * kStageBytes, t.sv0 + (next % kStages) * kStageBytes);
-    cp_async_commit();
-    if (next + 1 < t.num_kv_tiles) kv.fetch_blocks((next + 1) * kBN, t.ctx);
-    if (j == 0) cp_async_wait<kStages - 2>();
-    else cp_async_wait<kStages - 1>();
-    __syncthreads();
-    if (j == 0) load_q_fragments<HD>(qa, sq, 0, lane);
-    const int slice = j * kBN + warp * 16;
-    // A slice past every row's horizon is fully masked: skipping it is exact.
-    if (slice < t.last_h)
-      attend_tile<HD, 2>(o, m_run, l_run, qa, t.sk0 + stage * kStageBytes, t.sv0 + stage * kStageBytes, warp * 16,
-                         slice, horizon, t.ctx, p.scale_log2, lane);
-    __syncthreads();
-  }
-  cp_async_wait<0>();
-  __syncthreads();  // the KV area is free for the merge
+  float o[HD / 8][4], m_run[2], l_run[2];
+  walk_in_slices<HD, kFlashThreads>(kv, sq, t.sk0, t.sv0, 0, t.ctx, t.num_kv_tiles, t.last_h, horizon, p.scale_log2, o,
+                                    m_run, l_run);
 
   float* state = reinterpret_cast<float*>(smem + kBM * HD * 2);
   store_slice_state<HD, kWarps>(state, o, m_run, l_run, warp, lane);
@@ -297,6 +274,8 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
     // A tile entirely past the warp's last horizon is fully masked for all its rows: skipping it
     // is exactly a no-op (alpha = 1, p = 0), so the result does not depend on the skip.
     if (warp_active && kv_base < warp_last_h) {
+      // attend_tile's steps, written out with the mask skipped below every row's horizon: the
+      // prefill ran 3-30% slower through the shared step (bench/RESULTS.md, 2026-12-01 session 8).
       float s[kS][4];
       qk_scores<HD, kS>(s, qa, sk0 + stage * kStageBytes, 0, lane);
       const bool need_mask = kv_base + kBN > warp_first_h;

@@ -276,6 +276,54 @@ __device__ __forceinline__ void attend_tile(float (&o)[HD / 8][4], float (&m)[2]
   pv_accumulate<HD, NS>(o, s, sv, tile_row0, lane);
 }
 
+// The walk of 16 packed query rows on four warps, each taking a 16-position slice of every 64-
+// position KV tile (a decode's G heads: one warp per 16 rows would leave three idle). num_tiles
+// tiles from kv_begin (positions from kv_end on zero-filled and masked) through a 3-stage cp.async
+// ring at sk0 / sv0 that the caller
+// has started: tiles 0 and 1 in their own groups, then one group with Q (16 rows at sq) and the
+// step's rows of those tiles, and the block ids of tile 2 fetched. Row g + 8r of the tile sees
+// positions below horizon[r]; slices from walk_end on are past every row's horizon and skipped
+// (exactly: they would be fully masked). Returns with the warp's O, m and l and the ring drained.
+template <int HD, int NT>
+__device__ __forceinline__ void walk_in_slices(PagedKvLoader<HD, 64, NT>& kv, uint32_t sq, uint32_t sk0, uint32_t sv0,
+                                               int kv_begin, int kv_end, int num_tiles, int walk_end,
+                                               const int (&horizon)[2],
+                                               float scale_log2, float (&o)[HD / 8][4], float (&m)[2],
+                                               float (&l)[2]) {
+  static_assert(NT == 128, "four warps of 16-position slices per 64-position tile");
+  constexpr int kBN = 64, kStages = 3;
+  constexpr uint32_t kStageBytes = kBN * HD * 2;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  uint32_t qa[HD / 16][4];
+#pragma unroll
+  for (int d = 0; d < HD / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  m[0] = m[1] = -INFINITY;
+  l[0] = l[1] = 0.0f;
+  for (int j = 0; j < num_tiles; ++j) {
+    const int next = j + kStages - 1;  // its stage was last read in iteration j - 1 (ended by a barrier)
+    if (next < num_tiles)
+      kv.issue(kv_begin + next * kBN, kv_end, sk0 + (next % kStages) * kStageBytes, sv0 + (next % kStages) * kStageBytes);
+    cp_async_commit();
+    if (next + 1 < num_tiles) kv.fetch_blocks(kv_begin + (next + 1) * kBN, kv_end);
+    // Tile j and the group of Q and the step's rows: at j = 0 the one tile issued since that
+    // group may be pending; later, the kStages - 1 tiles issued after tile j (which, at j = 1,
+    // are all issued after that group).
+    if (j == 0) cp_async_wait<kStages - 2>();
+    else cp_async_wait<kStages - 1>();
+    __syncthreads();
+    if (j == 0) load_q_fragments<HD>(qa, sq, 0, lane);
+    const int slice = kv_begin + j * kBN + warp * 16;
+    if (slice < walk_end) {
+      const int stage = j % kStages;
+      attend_tile<HD, 2>(o, m, l, qa, sk0 + stage * kStageBytes, sv0 + stage * kStageBytes, warp * 16, slice, horizon,
+                         kv_end, scale_log2, lane);
+    }
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the KV area is free for the merge
+}
+
 // Warps that walked slices of every KV tile for the same 16 query rows meet through shared memory
 // (the KV area, free after the walk): [W][16][HD + 8] fp32 O (8 floats of padding keep the float2
 // stores conflict-free), then m [W][16] and l [W][16].

@@ -170,36 +170,9 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
     const int row = g + 8 * r;
     horizon[r] = row < valid_rows ? before + (m0 + row) / group + 1 : last_h;  // padding rows: finite, unstored
   }
-  uint32_t qa[HD / 16][4];
-  float o[HD / 8][4];
-#pragma unroll
-  for (int d = 0; d < HD / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
-
-  for (int j = 0; j < num_tiles; ++j) {
-    const int next = j + kStages - 1;  // its stage was last read in iteration j - 1 (ended by a barrier)
-    if (next < num_tiles)
-      kv.issue(kv_begin + next * kBN, kv_end, sk0 + (next % kStages) * kStageBytes, sv0 + (next % kStages) * kStageBytes);
-    cp_async_commit();
-    if (next + 1 < num_tiles) kv.fetch_blocks(kv_begin + (next + 1) * kBN, kv_end);
-    // Tile j and the group of Q and the step's rows: at j = 0 the one tile issued since that
-    // group may be pending; later, the kStages - 1 tiles issued after tile j (which, at j = 1,
-    // are all issued after that group).
-    if (j == 0) cp_async_wait<kStages - 2>();
-    else cp_async_wait<kStages - 1>();
-    __syncthreads();
-    if (j == 0) load_q_fragments<HD>(qa, sq, 0, lane);
-    const int slice = kv_begin + j * kBN + warp * 16;
-    // A slice past every row's horizon or the split's end is fully masked: skipping it is exact.
-    if (slice < walk_end) {
-      const int stage = j % kStages;
-      attend_tile<HD, 2>(o, m_run, l_run, qa, sk0 + stage * kStageBytes, sv0 + stage * kStageBytes, warp * 16, slice,
-                         horizon, kv_end, p.scale_log2, lane);
-    }
-    __syncthreads();
-  }
-  cp_async_wait<0>();
-  __syncthreads();  // the KV area is free for the merge
+  float o[HD / 8][4], m_run[2], l_run[2];
+  walk_in_slices<HD, kSplitKvThreads>(kv, sq, sk0, sv0, kv_begin, kv_end, num_tiles, walk_end, horizon, p.scale_log2,
+                                      o, m_run, l_run);
 
   float* state = reinterpret_cast<float*>(smem + kRows * HD * 2);
   store_slice_state<HD, kWarps>(state, o, m_run, l_run, warp, lane);
