@@ -36,7 +36,7 @@ namespace {
 
 constexpr int kWarps = kFlashThreads / 32;
 constexpr int kStages = kFlashStages;
-static_assert(kStages == 3, "the walk's cp.async wait counts are written for three stages");
+static_assert(kStages == kKvRingStages && kStages == 3, "the walks' cp.async wait counts are written for three stages");
 constexpr int kBM = kFlashTileM;
 constexpr int kBN = kFlashTileN;
 static_assert(slice_state_bytes<128, kWarps>() <= 2 * kStages * kBN * 128 * 2 &&
@@ -111,15 +111,13 @@ struct TileWalk {
   uint32_t sk0, sv0;                            // the KV ring
 };
 
-// The walk of a tile of at most 16 packed rows (a decode's G heads, a chunk's last rows), which
-// would leave three warps idle: every warp takes the same 16 rows and a 16-position slice of each
-// KV tile, as split_kv does, and the warps' states merge in the KV area at the end. Continues the
-// pipeline the kernel started (tiles 0 .. kStages - 2 and the group of Q and the step's rows in
-// flight, the block ids of tile kStages - 1 fetched). The choice of this walk depends on the
-// request alone, so a row's bits still do not depend on the batch. Kept apart from the 64-row
-// walk so that the prefill's code stays as it was.
+// A tile of at most 16 packed rows (a decode's G heads, a chunk's last rows), which would leave
+// three warps idle: its walk on four warps (walk_in_slices, as split_kv's), the warps' states
+// merged in the KV area, its rows written. Continues the ring the kernel started. The choice of
+// this walk depends on the request alone, so a row's bits still do not depend on the batch. Kept
+// apart from the 64-row walk so that the prefill's code stays as it was.
 template <int HD>
-__device__ __forceinline__ void walk_slices(const FlashParams& p, const TileWalk& t,
+__device__ __forceinline__ void walk_short_tile(const FlashParams& p, const TileWalk& t,
                                             PagedKvLoader<HD, kBN, kFlashThreads>& kv, uint32_t sq,
                                             unsigned char* smem) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
@@ -195,16 +193,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
   PagedKvLoader<HD, kBN, kFlashThreads> kv;
   kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), kv_head,
           p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks, p.block_size, p.block_magic);
-  // Groups: the first kStages - 1 KV tiles without the step's rows (one group each), then Q and
-  // the step's rows of those tiles (one group, after the wait), then one tile per iteration.
-#pragma unroll
-  for (int st = 0; st < kStages - 1; ++st) {
-    if (st < num_kv_tiles) {
-      kv.fetch_blocks(st * kBN, ctx);
-      kv.issue_part(st * kBN, ctx, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, false);
-    }
-    cp_async_commit();
-  }
+  start_ring_before_wait(kv, 0, ctx, num_kv_tiles, before, sk0, sv0);
   fg::cuda::wait_for_prerequisite_grids();
 
   // The query tile; rows past the request are zero-filled.
@@ -221,19 +210,11 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
       cp_async_16(sq + swizzle<HD>(row, chunk), q + offset, valid);
     }
   }
-#pragma unroll
-  for (int st = 0; st < kStages - 1; ++st) {
-    if (st < num_kv_tiles && kv.has_written_rows(st * kBN, ctx, before)) {
-      kv.fetch_blocks(st * kBN, ctx);
-      kv.issue_part(st * kBN, ctx, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, true);
-    }
-  }
-  cp_async_commit();
-  if (kStages - 1 < num_kv_tiles) kv.fetch_blocks((kStages - 1) * kBN, ctx);
+  finish_ring_start(kv, 0, ctx, num_kv_tiles, before, sk0, sv0);
 
   if (valid_rows <= 16) {
-    walk_slices<HD>(p, {q_begin, m0, valid_rows, group, kv_head, before, last_h, ctx, num_kv_tiles, sk0, sv0}, kv, sq,
-                    smem);
+    walk_short_tile<HD>(p, {q_begin, m0, valid_rows, group, kv_head, before, last_h, ctx, num_kv_tiles, sk0, sv0}, kv,
+                        sq, smem);
     return;
   }
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;

@@ -72,6 +72,10 @@ __device__ __forceinline__ uint32_t swizzle(int row, int chunk) {
   return static_cast<uint32_t>(row * (HD * 2) + ((chunk ^ (row & 7)) << 4));
 }
 
+// Stages of the KV ring of both kernels: two tiles in flight while a third is computed on. The
+// ring's cp.async wait counts (walk_in_slices, the flash kernel's 64-row walk) are written for it.
+constexpr int kKvRingStages = 3;
+
 // Loads 64-position (BN) tiles of one KV head from the paged cache into shared memory with
 // cp.async. Position p lives in slot block_table[p / block_size] * block_size + p % block_size;
 // each thread copies one 16-byte column chunk of kPasses rows. The block ids of the next tile are
@@ -151,6 +155,41 @@ struct PagedKvLoader {
     }
   }
 };
+
+// The start of the KV ring under PDL (pdl.cuh), in two halves around the kernel's wait for
+// the kernel before it (RoPE and the cache write), which writes the step's own rows, positions
+// [before, kv_end). Before the wait: the first kKvRingStages - 1 tiles from kv_begin (of num_tiles)
+// without those rows, one cp.async group each. After the wait and the caller's copies of Q: the
+// step's rows of those tiles, in one group with Q, and the block ids of the next tile. The walk's waits then count
+// these groups (walk_in_slices).
+template <int HD, int BN, int NT>
+__device__ __forceinline__ void start_ring_before_wait(PagedKvLoader<HD, BN, NT>& kv, int kv_begin, int kv_end,
+                                                       int num_tiles, int before, uint32_t sk0, uint32_t sv0) {
+  constexpr uint32_t kStageBytes = BN * HD * 2;
+#pragma unroll
+  for (int st = 0; st < kKvRingStages - 1; ++st) {
+    if (st < num_tiles) {
+      kv.fetch_blocks(kv_begin + st * BN, kv_end);
+      kv.issue_part(kv_begin + st * BN, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, false);
+    }
+    cp_async_commit();
+  }
+}
+template <int HD, int BN, int NT>
+__device__ __forceinline__ void finish_ring_start(PagedKvLoader<HD, BN, NT>& kv, int kv_begin, int kv_end,
+                                                  int num_tiles, int before, uint32_t sk0, uint32_t sv0) {
+  constexpr uint32_t kStageBytes = BN * HD * 2;
+#pragma unroll
+  for (int st = 0; st < kKvRingStages - 1; ++st) {
+    const int tile_base = kv_begin + st * BN;
+    if (st < num_tiles && kv.has_written_rows(tile_base, kv_end, before)) {
+      kv.fetch_blocks(tile_base, kv_end);
+      kv.issue_part(tile_base, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, true);
+    }
+  }
+  cp_async_commit();
+  if (kKvRingStages - 1 < num_tiles) kv.fetch_blocks(kv_begin + (kKvRingStages - 1) * BN, kv_end);
+}
 
 // One online-softmax step over a warp's scores of one KV tile. s holds scaled scores in the log2
 // domain (score * scale * log2 e), masked entries -inf; rows g (entries 0, 1) and g + 8 (2, 3).
@@ -277,13 +316,12 @@ __device__ __forceinline__ void attend_tile(float (&o)[HD / 8][4], float (&m)[2]
 }
 
 // The walk of 16 packed query rows on four warps, each taking a 16-position slice of every 64-
-// position KV tile (a decode's G heads: one warp per 16 rows would leave three idle). num_tiles
-// tiles from kv_begin (positions from kv_end on zero-filled and masked) through a 3-stage cp.async
-// ring at sk0 / sv0 that the caller
-// has started: tiles 0 and 1 in their own groups, then one group with Q (16 rows at sq) and the
-// step's rows of those tiles, and the block ids of tile 2 fetched. Row g + 8r of the tile sees
-// positions below horizon[r]; slices from walk_end on are past every row's horizon and skipped
-// (exactly: they would be fully masked). Returns with the warp's O, m and l and the ring drained.
+// position KV tile (a decode's G heads: one warp per 16 rows would leave three idle): num_tiles
+// tiles from kv_begin (positions from kv_end on zero-filled and masked) through the KV ring at
+// sk0 / sv0, which the caller has started (start_ring_before_wait, finish_ring_start, Q's 16 rows
+// at sq). Row g + 8r of the tile sees positions below horizon[r]; slices from walk_end on are past
+// every row's horizon and skipped (exactly: they would be fully masked). Returns with the warp's
+// O, m and l, and the ring drained.
 template <int HD, int NT>
 __device__ __forceinline__ void walk_in_slices(PagedKvLoader<HD, 64, NT>& kv, uint32_t sq, uint32_t sk0, uint32_t sv0,
                                                int kv_begin, int kv_end, int num_tiles, int walk_end,
@@ -291,7 +329,8 @@ __device__ __forceinline__ void walk_in_slices(PagedKvLoader<HD, 64, NT>& kv, ui
                                                float scale_log2, float (&o)[HD / 8][4], float (&m)[2],
                                                float (&l)[2]) {
   static_assert(NT == 128, "four warps of 16-position slices per 64-position tile");
-  constexpr int kBN = 64, kStages = 3;
+  static_assert(kKvRingStages == 3, "the wait counts below are written for three stages");
+  constexpr int kBN = 64, kStages = kKvRingStages;
   constexpr uint32_t kStageBytes = kBN * HD * 2;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   uint32_t qa[HD / 16][4];

@@ -25,8 +25,7 @@ namespace fg::attn {
 namespace {
 
 constexpr int kBN = kSplitKvTileN;
-constexpr int kStages = 3;
-static_assert(kStages == 3, "the walk's cp.async wait counts are written for three stages");
+constexpr int kStages = kKvRingStages;
 constexpr int kWarps = kSplitKvThreads / 32;
 constexpr int kRows = kSplitKvRowsPerCta;
 static_assert(kSplitKvMaxSplits <= 32, "the combine holds one split per lane");
@@ -126,16 +125,7 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
   PagedKvLoader<HD, kBN, kSplitKvThreads> kv;
   kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), kv_head,
           p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks, p.block_size, p.block_magic);
-  // Groups: the first kStages - 1 tiles without the step's rows (one group each), then Q and the
-  // step's rows of those tiles (one group, after the wait), then one tile per iteration.
-#pragma unroll
-  for (int st = 0; st < kStages - 1; ++st) {
-    if (st < num_tiles) {
-      kv.fetch_blocks(kv_begin + st * kBN, kv_end);
-      kv.issue_part(kv_begin + st * kBN, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, false);
-    }
-    cp_async_commit();
-  }
+  start_ring_before_wait(kv, kv_begin, kv_end, num_tiles, before, sk0, sv0);
   fg::cuda::wait_for_prerequisite_grids();
   {
     const __nv_bfloat16* q = static_cast<const __nv_bfloat16*>(p.q);
@@ -152,16 +142,7 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
       cp_async_16(sq + swizzle<HD>(row, chunk), q + offset, valid);
     }
   }
-#pragma unroll
-  for (int st = 0; st < kStages - 1; ++st) {
-    const int tile_base = kv_begin + st * kBN;
-    if (st < num_tiles && kv.has_written_rows(tile_base, kv_end, before)) {
-      kv.fetch_blocks(tile_base, kv_end);
-      kv.issue_part(tile_base, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, true);
-    }
-  }
-  cp_async_commit();
-  if (kStages - 1 < num_tiles) kv.fetch_blocks(kv_begin + (kStages - 1) * kBN, kv_end);
+  finish_ring_start(kv, kv_begin, kv_end, num_tiles, before, sk0, sv0);
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
   int horizon[2];
