@@ -36,8 +36,7 @@ if has sanitize; then
 fi
 if has kernels; then
   echo "== attention and sampling benchmarks, with PyTorch's flash attention as the peer"
-  FULLGRAPH_BENCH_JSON="$OUT/bench_attention.json" "$D/fullgraph_gpu_tests" --gtest_also_run_disabled_tests \
-    --gtest_filter='AttentionFlashBench.*' 2>&1 | tee "$OUT/bench_attention.txt" | grep -vE "^\[|^Running|^Note" | tail -40
+  "$D/fullgraph" bench attention --json "$OUT/bench_attention.json" 2>&1 | tee "$OUT/bench_attention.txt" | tail -40
   python3 bench/attention_peer.py --json "$OUT/attention_peer.json" 2>&1 | tee "$OUT/attention_peer.txt" | tail -30
   "$D/fullgraph_gpu_tests" --gtest_also_run_disabled_tests --gtest_filter='CudaSampling.DISABLED_Benchmark' 2>&1 |
     tee "$OUT/bench_sampling.txt" | grep -vE "^\[|^Running|^Note" | tail -20

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "backend/cpu/cpu_backend.h"
+#include "cli/bench_command.h"
 #include "model/model_loader.h"
 #include "model/named_shapes.h"
 #include "runner/model_runner.h"
@@ -197,9 +198,7 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
 }  // namespace
 
 void add_bench_latency_command(CLI::App& app, GpuBackendFactory gpu) {
-  auto found = app.get_subcommands([](CLI::App* c) { return c->get_name() == "bench"; });
-  CLI::App* bench = found.empty() ? app.add_subcommand("bench", "Benchmarks") : found.front();
-  bench->require_subcommand(1);
+  CLI::App* bench = bench_command(app);
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = bench->add_subcommand("latency", "Per-step time of decode and mixed batches, eager vs full graph");
   cmd->add_option("--model", o->model_dir, "A folder with config.json (weights are dummy)");

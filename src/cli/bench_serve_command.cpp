@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "bench_client/bench_serve.h"
+#include "cli/bench_command.h"
 
 namespace fg::cli {
 
@@ -22,9 +23,7 @@ struct Flags {
 }  // namespace
 
 void add_bench_serve_command(CLI::App& app) {
-  auto found = app.get_subcommands([](CLI::App* c) { return c->get_name() == "bench"; });
-  CLI::App* bench = found.empty() ? app.add_subcommand("bench", "Benchmarks") : found.front();
-  bench->require_subcommand(1);
+  CLI::App* bench = bench_command(app);
   auto f = std::make_shared<Flags>();
   bench::BenchServeOptions& o = f->options;
   CLI::App* cmd = bench->add_subcommand(

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/bench_command.h"
 #include "cli/bench_latency_command.h"
 #include "cli/bench_serve_command.h"
 #include "cli/generate_command.h"
@@ -12,6 +13,7 @@
 #include "core/error.h"
 
 #ifdef FULLGRAPH_HAVE_CUDA
+#include "attention/cuda/attention_bench.h"
 #include "backend/backend_factory.h"
 #include "backend/cuda/device_info.h"
 #include "backend/cuda/kernel_bench.h"
@@ -36,13 +38,20 @@ void add_info_command(CLI::App& app) {
 }
 
 #ifdef FULLGRAPH_HAVE_CUDA
-// `fullgraph bench kernels` (backend/cuda/kernel_bench.h), under a `bench` command shared with
-// other benchmarks.
+// `fullgraph bench attention` (attention/cuda/attention_bench.h).
+void add_bench_attention_command(CLI::App& app) {
+  CLI::App* cmd = fg::cli::bench_command(app)->add_subcommand(
+      "attention", "Paged decode attention GB/s and prefill TFLOP/s of the GPU attention backends on GPU 0");
+  auto json = std::make_shared<std::string>("bench_attention.json");
+  cmd->add_option("--json", *json, "Write the numbers to this JSON file (empty: don't)")->capture_default_str();
+  cmd->callback([json] {
+    if (const int rc = fg::run_attention_benchmarks(*json); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+// `fullgraph bench kernels` (backend/cuda/kernel_bench.h).
 void add_bench_kernels_command(CLI::App& app) {
-  auto found = app.get_subcommands([](CLI::App* c) { return c->get_name() == "bench"; });
-  CLI::App* bench = found.empty() ? app.add_subcommand("bench", "Benchmarks") : found.front();
-  bench->require_subcommand(1);
-  CLI::App* cmd = bench->add_subcommand("kernels", "Copy bandwidth, decode matmuls and the eager decode step on GPU 0");
+  CLI::App* cmd = fg::cli::bench_command(app)->add_subcommand("kernels", "Copy bandwidth, decode matmuls and the eager decode step on GPU 0");
   auto json = std::make_shared<std::string>("bench_kernels.json");
   auto attention = std::make_shared<std::string>("flash");
   cmd->add_option("--json", *json, "Write the numbers to this JSON file (empty: don't)")->capture_default_str();
@@ -72,6 +81,7 @@ int main(int argc, char** argv) {
 #ifdef FULLGRAPH_HAVE_CUDA
   const fg::GpuBackendFactory gpu = fg::cuda_backend_factory();
   add_bench_kernels_command(app);
+  add_bench_attention_command(app);
 #else
   const fg::GpuBackendFactory gpu;
 #endif

@@ -11,14 +11,12 @@
 // reads a slot it should not shows NaN. Outputs are poisoned (NaN) before every run.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <iostream>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "attention/cuda/attention_backend.h"
-#include "attention/cuda/attention_bench.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/late_copy_kernels.h"
 #include "gpu/gpu_test_support.h"
@@ -637,14 +635,6 @@ TEST(AttentionFlash, DecodeRowsBatchIndependentAcrossContexts) {
   const Config cfg{128, 2, 4, 16};
   for (int context : {1, 64, 65, 4096})
     check_batch_independence("flash", cfg, uniform_batch(1, {300, 700, 64, 5000}), {1, context}, 12, 12);
-}
-
-// Not a test: runs `fullgraph bench attention` before the CLI registers it. Disabled, so it runs
-// only when asked (--gtest_also_run_disabled_tests); FULLGRAPH_BENCH_JSON names the JSON output.
-TEST(AttentionFlashBench, DISABLED_RunAttentionBenchmarks) {
-  FG_REQUIRE_GPU();
-  const char* json = std::getenv("FULLGRAPH_BENCH_JSON");
-  EXPECT_EQ(run_attention_benchmarks(json ? json : ""), 0);
 }
 
 }  // namespace

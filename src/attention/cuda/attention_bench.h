@@ -13,6 +13,7 @@
 namespace fg {
 
 // Runs every case, prints a table and, when json_out is not empty, writes the numbers there.
+// `fullgraph bench attention` calls it (cli/main.cpp).
 // Returns 0 on success (errors raise fg::Error). Needs a GPU with ~10 GiB free.
 int run_attention_benchmarks(const std::string& json_out);
 
