@@ -27,7 +27,7 @@
 // its own metadata (its tiles never mix with another request's), so a row's result is
 // bit-identical in any batch and under any padding.
 #include "attention/cuda/flash_attention_kernels.h"
-#include "attention/cuda/flash_attention_mma.h"
+#include "attention/cuda/paged_kv_walk.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/pdl.cuh"
 

@@ -16,7 +16,7 @@
 // kernel's latency, 2-3 us, in a CUDA-graph decode step). Padded requests (seq_lens 0 or zero
 // query tokens) and CTAs past the request's split count or rows exit before writing or counting
 // anything, so padded requests write nothing.
-#include "attention/cuda/flash_attention_mma.h"
+#include "attention/cuda/paged_kv_walk.h"
 #include "attention/cuda/split_kv_attention_kernels.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/pdl.cuh"

@@ -1,0 +1,241 @@
+// attention/cuda/paged_kv_walk.h — how the `flash` and `split_kv` kernels walk a request's paged
+// KV: the tile loader over block_table, the 3-stage cp.async ring and its start around the PDL
+// wait (what may be read before it: kReadsBeforePdlWait), the four-warp walk of 16 query rows in
+// 16-position slices, and the warps' merge at its end. Built on flash_attention_mma.h; included
+// only by .cu files.
+#pragma once
+
+#include "attention/cuda/flash_attention_mma.h"
+
+namespace fg::attn {
+
+// Stages of the KV ring of both kernels: two tiles in flight while a third is computed on. The
+// ring's cp.async wait counts (walk_in_slices, the flash kernel's 64-row walk) are written for it.
+constexpr int kKvRingStages = 3;
+
+// Loads 64-position (BN) tiles of one KV head from the paged cache into shared memory with
+// cp.async. Position p lives in slot block_table[p / block_size] * block_size + p % block_size;
+// each thread copies one 16-byte column chunk of kPasses rows. The block ids of the next tile are
+// fetched one tile ahead (fetch_blocks) so that the table lookup's latency is hidden behind the
+// compute of the current tile instead of stalling the issue of the copies.
+template <int HD, int BN, int NT>
+struct PagedKvLoader {
+  static constexpr int kChunksPerRow = HD / 8;
+  static constexpr int kRowsPerPass = NT / kChunksPerRow;
+  static constexpr int kPasses = BN / kRowsPerPass;
+  static_assert(NT % kChunksPerRow == 0 && BN % kRowsPerPass == 0, "loader shape");
+
+  const __nv_bfloat16* k_head;  // k cache + kv_head * HD: slot s of this head at k_head + s * slot_stride
+  const __nv_bfloat16* v_head;
+  const int* table_row;  // block_table row of the request
+  int64_t slot_stride;   // elements between slots: nkv * HD
+  int block_size;
+  uint32_t block_magic;  // ceil(2^32 / block_size): p / block_size == umulhi(p, magic) while p * block_size < 2^32
+  int chunk, row0;       // this thread's chunk column and first row
+  int blocks[kPasses];   // block ids of the tile that issue() copies next
+
+  __device__ __forceinline__ void init(const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, int kv_head,
+                                       int num_kv_heads, const int* table, int block_size_, uint32_t magic) {
+    slot_stride = static_cast<int64_t>(num_kv_heads) * HD;
+    k_head = k_cache + static_cast<int64_t>(kv_head) * HD;
+    v_head = v_cache + static_cast<int64_t>(kv_head) * HD;
+    table_row = table;
+    block_size = block_size_;
+    block_magic = magic;
+    chunk = threadIdx.x % kChunksPerRow;
+    row0 = threadIdx.x / kChunksPerRow;
+  }
+
+  __device__ __forceinline__ int block_of(int p) const {
+    return static_cast<int>(__umulhi(static_cast<uint32_t>(p), block_magic));
+  }
+
+  // True when the tile starting at tile_base holds a position in [written_begin, kv_end).
+  __device__ __forceinline__ static bool has_written_rows(int tile_base, int kv_end, int written_begin) {
+    return max(tile_base, written_begin) < min(tile_base + BN, kv_end);
+  }
+
+  // Block ids of the tile starting at tile_base; positions at or past kv_end are never looked up
+  // (their table entries may be stale or out of the request's row).
+  __device__ __forceinline__ void fetch_blocks(int tile_base, int kv_end) {
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      const int p = tile_base + row0 + i * kRowsPerPass;
+      blocks[i] = p < kv_end ? __ldg(table_row + block_of(p)) : 0;
+    }
+  }
+
+  // Copies K and V rows [tile_base, tile_base + BN) into the swizzled tiles at sk and sv, with
+  // the block ids of the last fetch_blocks(tile_base, kv_end).
+  __device__ __forceinline__ void issue(int tile_base, int kv_end, uint32_t sk, uint32_t sv) const {
+    issue_part(tile_base, kv_end, sk, sv, kv_end, false);
+  }
+
+  // The part of issue() that this step's attention may copy before the kernel that writes the
+  // step's own KV rows has finished (PDL): rows at positions [written_begin, kv_end) are that
+  // kernel's (RoPE and the cache write), every other row is an earlier step's or zero fill. With
+  // `written` false, copies every other row; with it true, only the written ones. Each row is
+  // copied exactly once over the two calls, so no two copies race for the same bytes.
+  __device__ __forceinline__ void issue_part(int tile_base, int kv_end, uint32_t sk, uint32_t sv, int written_begin,
+                                             bool written) const {
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      const int row = row0 + i * kRowsPerPass;
+      const int p = tile_base + row;
+      const bool valid = p < kv_end;
+      if ((valid && p >= written_begin) != written) continue;
+      const int64_t slot = static_cast<int64_t>(blocks[i]) * block_size + (p - block_of(p) * block_size);
+      const int64_t offset = valid ? slot * slot_stride + chunk * 8 : 0;
+      const uint32_t dst = swizzle<HD>(row, chunk);
+      cp_async_16(sk + dst, k_head + offset, valid);
+      cp_async_16(sv + dst, v_head + offset, valid);
+    }
+  }
+};
+
+// The start of the KV ring under PDL (pdl.cuh), in two halves around the kernel's wait for
+// the kernel before it (RoPE and the cache write), which writes the step's own rows, positions
+// [before, kv_end). Before the wait: the first kKvRingStages - 1 tiles from kv_begin (of num_tiles)
+// without those rows, one cp.async group each. After the wait and the caller's copies of Q: the
+// step's rows of those tiles, in one group with Q, and the block ids of the next tile. The walk's waits then count
+// these groups (walk_in_slices).
+template <int HD, int BN, int NT>
+__device__ __forceinline__ void start_ring_before_wait(PagedKvLoader<HD, BN, NT>& kv, int kv_begin, int kv_end,
+                                                       int num_tiles, int before, uint32_t sk0, uint32_t sv0) {
+  constexpr uint32_t kStageBytes = BN * HD * 2;
+#pragma unroll
+  for (int st = 0; st < kKvRingStages - 1; ++st) {
+    if (st < num_tiles) {
+      kv.fetch_blocks(kv_begin + st * BN, kv_end);
+      kv.issue_part(kv_begin + st * BN, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, false);
+    }
+    cp_async_commit();
+  }
+}
+template <int HD, int BN, int NT>
+__device__ __forceinline__ void finish_ring_start(PagedKvLoader<HD, BN, NT>& kv, int kv_begin, int kv_end,
+                                                  int num_tiles, int before, uint32_t sk0, uint32_t sv0) {
+  constexpr uint32_t kStageBytes = BN * HD * 2;
+#pragma unroll
+  for (int st = 0; st < kKvRingStages - 1; ++st) {
+    const int tile_base = kv_begin + st * BN;
+    if (st < num_tiles && kv.has_written_rows(tile_base, kv_end, before)) {
+      kv.fetch_blocks(tile_base, kv_end);
+      kv.issue_part(tile_base, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, true);
+    }
+  }
+  cp_async_commit();
+  if (kKvRingStages - 1 < num_tiles) kv.fetch_blocks(kv_begin + (kKvRingStages - 1) * BN, kv_end);
+}
+
+// The walk of 16 packed query rows on four warps, each taking a 16-position slice of every 64-
+// position KV tile (a decode's G heads: one warp per 16 rows would leave three idle): num_tiles
+// tiles from kv_begin (positions from kv_end on zero-filled and masked) through the KV ring at
+// sk0 / sv0, which the caller has started (start_ring_before_wait, finish_ring_start, Q's 16 rows
+// at sq). Row g + 8r of the tile sees positions below horizon[r]; slices from walk_end on are past
+// every row's horizon and skipped (exactly: they would be fully masked). Returns with the warp's
+// O, m and l, and the ring drained.
+template <int HD, int NT>
+__device__ __forceinline__ void walk_in_slices(PagedKvLoader<HD, 64, NT>& kv, uint32_t sq, uint32_t sk0, uint32_t sv0,
+                                               int kv_begin, int kv_end, int num_tiles, int walk_end,
+                                               const int (&horizon)[2],
+                                               float scale_log2, float (&o)[HD / 8][4], float (&m)[2],
+                                               float (&l)[2]) {
+  static_assert(NT == 128, "four warps of 16-position slices per 64-position tile");
+  static_assert(kKvRingStages == 3, "the wait counts below are written for three stages");
+  constexpr int kBN = 64, kStages = kKvRingStages;
+  constexpr uint32_t kStageBytes = kBN * HD * 2;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  uint32_t qa[HD / 16][4];
+#pragma unroll
+  for (int d = 0; d < HD / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  m[0] = m[1] = -INFINITY;
+  l[0] = l[1] = 0.0f;
+  for (int j = 0; j < num_tiles; ++j) {
+    const int next = j + kStages - 1;  // its stage was last read in iteration j - 1 (ended by a barrier)
+    if (next < num_tiles)
+      kv.issue(kv_begin + next * kBN, kv_end, sk0 + (next % kStages) * kStageBytes, sv0 + (next % kStages) * kStageBytes);
+    cp_async_commit();
+    if (next + 1 < num_tiles) kv.fetch_blocks(kv_begin + (next + 1) * kBN, kv_end);
+    // Tile j and the group of Q and the step's rows: at j = 0 the one tile issued since that
+    // group may be pending; later, the kStages - 1 tiles issued after tile j (which, at j = 1,
+    // are all issued after that group).
+    if (j == 0) cp_async_wait<kStages - 2>();
+    else cp_async_wait<kStages - 1>();
+    __syncthreads();
+    if (j == 0) load_q_fragments<HD>(qa, sq, 0, lane);
+    const int slice = kv_begin + j * kBN + warp * 16;
+    if (slice < walk_end) {
+      const int stage = j % kStages;
+      attend_tile<HD, 2>(o, m, l, qa, sk0 + stage * kStageBytes, sv0 + stage * kStageBytes, warp * 16, slice, horizon,
+                         kv_end, scale_log2, lane);
+    }
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the KV area is free for the merge
+}
+
+// Warps that walked slices of every KV tile for the same 16 query rows meet through shared memory
+// (the KV area, free after the walk): [W][16][HD + 8] fp32 O (8 floats of padding keep the float2
+// stores conflict-free), then m [W][16] and l [W][16].
+template <int HD, int W>
+constexpr int slice_state_bytes() {
+  return (W * 16 * (HD + 8) + 2 * W * 16) * 4;
+}
+
+// Writes this warp's O, m and l (l summed over its quad) into the state; the caller then syncs.
+template <int HD, int W>
+__device__ __forceinline__ void store_slice_state(float* state, const float (&o)[HD / 8][4], const float (&m)[2],
+                                                  float (&l)[2], int warp, int lane) {
+  constexpr int kPitch = HD + 8;
+  const int g = lane >> 2, tq = lane & 3;
+  float* s_m = state + W * 16 * kPitch;
+  float* s_l = s_m + W * 16;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(kFullMask, l[r], 1);
+    l[r] += __shfl_xor_sync(kFullMask, l[r], 2);
+  }
+#pragma unroll
+  for (int d = 0; d < HD / 8; ++d) {
+    *reinterpret_cast<float2*>(state + (warp * 16 + g) * kPitch + d * 8 + 2 * tq) = make_float2(o[d][0], o[d][1]);
+    *reinterpret_cast<float2*>(state + (warp * 16 + g + 8) * kPitch + d * 8 + 2 * tq) = make_float2(o[d][2], o[d][3]);
+  }
+  if (tq == 0) {
+    s_m[warp * 16 + g] = m[0];
+    s_m[warp * 16 + g + 8] = m[1];
+    s_l[warp * 16 + g] = l[0];
+    s_l[warp * 16 + g + 8] = l[1];
+  }
+}
+
+// Row `row`'s columns [4 c4, 4 c4 + 4) merged over the W warps in warp order: the normalized
+// output (zeros when no key was visible), and its log2-domain log-sum-exp in lse (-inf then).
+template <int HD, int W>
+__device__ __forceinline__ float4 merge_slice_row(const float* state, int row, int c4, float& lse) {
+  constexpr int kPitch = HD + 8;
+  const float* s_m = state + W * 16 * kPitch;
+  const float* s_l = s_m + W * 16;
+  float mx = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < W; ++w) mx = fmaxf(mx, s_m[w * 16 + row]);
+  const float base = mx == -INFINITY ? 0.0f : mx;
+  float sum = 0.0f;
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+  for (int w = 0; w < W; ++w) {  // fixed warp order
+    const float f = exp2f(s_m[w * 16 + row] - base);
+    const float4 x = *reinterpret_cast<const float4*>(state + (w * 16 + row) * kPitch + c4 * 4);
+    sum += s_l[w * 16 + row] * f;
+    acc.x += f * x.x;
+    acc.y += f * x.y;
+    acc.z += f * x.z;
+    acc.w += f * x.w;
+  }
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  lse = sum > 0.0f ? base + log2f(sum) : -INFINITY;
+  return make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+}
+
+}  // namespace fg::attn
