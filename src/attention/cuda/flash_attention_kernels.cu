@@ -270,13 +270,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
       }
       float alpha[2];
       online_softmax_step<kS>(s, m_run, l_run, alpha);
-#pragma unroll
-      for (int d = 0; d < HD / 8; ++d) {
-        o[d][0] *= alpha[0];
-        o[d][1] *= alpha[0];
-        o[d][2] *= alpha[1];
-        o[d][3] *= alpha[1];
-      }
+      rescale_rows<HD>(o, alpha);
       pv_accumulate<HD, kS>(o, s, sv0 + stage * kStageBytes, 0, lane);
     }
     __syncthreads();

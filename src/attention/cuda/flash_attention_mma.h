@@ -165,6 +165,18 @@ __device__ __forceinline__ void pv_accumulate(float (&o)[HD / 8][4], const float
   }
 }
 
+// O's rows g (accumulators 0, 1) and g + 8 (2, 3) times the online softmax's alpha of each.
+template <int HD>
+__device__ __forceinline__ void rescale_rows(float (&o)[HD / 8][4], const float (&alpha)[2]) {
+#pragma unroll
+  for (int d = 0; d < HD / 8; ++d) {
+    o[d][0] *= alpha[0];
+    o[d][1] *= alpha[0];
+    o[d][2] *= alpha[1];
+    o[d][3] *= alpha[1];
+  }
+}
+
 // One KV tile, or a warp's slice of it, for a warp's 16 query rows: S = Q K^T over the NS * 8 KV
 // rows starting at tile_row0 of the tiles at sk / sv (context positions from col0), masked to -inf
 // where the position reaches the row's horizon or col_end, else scaled into the log2 domain; then
@@ -187,13 +199,7 @@ __device__ __forceinline__ void attend_tile(float (&o)[HD / 8][4], float (&m)[2]
   }
   float alpha[2];
   online_softmax_step<NS>(s, m, l, alpha);
-#pragma unroll
-  for (int d = 0; d < HD / 8; ++d) {
-    o[d][0] *= alpha[0];
-    o[d][1] *= alpha[0];
-    o[d][2] *= alpha[1];
-    o[d][3] *= alpha[1];
-  }
+  rescale_rows<HD>(o, alpha);
   pv_accumulate<HD, NS>(o, s, sv, tile_row0, lane);
 }
 
