@@ -26,6 +26,7 @@
 #include "backend/cuda/small_n_linear.h"
 #include "backend/cuda/step_breakdown.h"
 #include "backend/cuda/streamed_linear.h"
+#include "backend/cuda/streamed_timeline.h"
 #include "model/llama_model.h"
 #include "runner/host_step.h"
 
@@ -597,7 +598,7 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
 const std::vector<std::string>& kernel_benchmark_tables() {
   static const std::vector<std::string> tables = {"linear",       "gated_mlp",    "residual_stream",
                                                   "streamed_k_slices", "streamed_blocks_per_sm", "direct_warps",
-                                                  "decode_step"};
+                                                  "decode_step", "streamed_timeline"};
   return tables;
 }
 
@@ -627,6 +628,7 @@ int run_kernel_benchmarks(const std::string& json_out, const std::string& attent
   if (wanted("streamed_blocks_per_sm")) result["streamed_blocks_per_sm"] = bench_streamed_blocks_per_sm(backend);
   if (wanted("direct_warps")) result["direct_warps"] = bench_direct_warps(backend);
   if (wanted("decode_step")) result["decode_step"] = bench_decode_steps(backend, attention, breakdown_batches);
+  if (wanted("streamed_timeline")) result["streamed_timeline"] = bench_streamed_timeline(backend);
   if (!json_out.empty()) {
     std::ofstream(json_out) << result.dump(2) << "\n";
     fmt::print("\nwritten to {}\n", json_out);

@@ -152,6 +152,14 @@ __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
+// Records `event` of this block in the timeline, when the launch keeps one.
+__device__ __forceinline__ void record_event(unsigned long long* timeline, int event) {
+  if (timeline == nullptr) return;
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  timeline[blockIdx.x * kStreamedEvents + event] = now;
+}
+
 __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 1, %0;" ::"n"(kConsumerWarps * 32) : "memory");
 }
@@ -187,7 +195,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     streamed_linear_kernel(const __grid_constant__ CUtensorMap weights, const __grid_constant__ CUtensorMap tokens,
                            const __grid_constant__ CUtensorMap pass_weights, const bf16* __restrict__ bias,
                            const LinearOutputs out, int n, int in, int out_features, int64_t tiles_total, int k_slices,
-                           float* slice_sums, int* arrivals, int pass_tiles, int stages, const InputNorm norm) {
+                           float* slice_sums, int* arrivals, int pass_tiles, int stages, const InputNorm norm,
+                           unsigned long long* timeline) {
   static_assert(!kNorm || kGated, "the plain kernel takes no input norm (CudaBackend::takes_input_norm)");
   extern __shared__ __align__(1024) unsigned char shared[];
   auto* partial = reinterpret_cast<float(*)[kPassTiles][4][32]>(shared);  // [warp][tile][acc][lane]
@@ -206,6 +215,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int chunks = (in + kChunk - 1) / kChunk;
 
   if (threadIdx.x == 0) {
+    record_event(timeline, kEventStart);
     allow_dependent_grids();  // they take SM room only as this grid's blocks leave
     prefetch_tensor_map(&weights);
     prefetch_tensor_map(&tokens);
@@ -267,6 +277,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       return true;
     });
     wait_for_prerequisite_grids();
+    record_event(timeline, kEventWaited);
     for_each_item([&](int item, const Pass& p, int chunk) {
       if (item >= stages) mbarrier_wait(&empty[item % stages], ((item / stages) & 1) ^ 1);
       copy(item, p, chunk, true, item >= stages);
@@ -338,6 +349,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (chunk + 1 < p.chunk_end) request_norm_weight(chunk + 1);
       const int stage = item % stages;
       mbarrier_wait(&full[stage], (item / stages) & 1);
+      if (threadIdx.x == 0) record_event(timeline, item == 0 ? kEventFirstData : kEventLastData);
       const unsigned char* base = ring + stage * stage_bytes + g * kChunk * 2 + t * 16;
 #pragma unroll
       for (int j = 0; j < kStepsPerWarp; ++j) {
@@ -446,6 +458,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     consumers_sync();  // `partial` and `completes` are free again
   }
+  if (threadIdx.x == 0) record_event(timeline, kEventExit);
 }
 
 template <bool kUpperHalf, typename OutT, bool kGated, bool kNorm = false>
@@ -475,7 +488,7 @@ template <bool kGated>
 void launch_kernel(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                    const bf16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
                    int64_t out_features, int64_t tiles, int k_slices, StreamedGrid grid, float* slice_sums,
-                   int* arrivals, const InputNorm& norm, cudaStream_t stream) {
+                   int* arrivals, const InputNorm& norm, unsigned long long* timeline, cudaStream_t stream) {
   const auto [blocks, pass_tiles, ring_bytes] = grid;
   const int stage_bytes = token_slot_bytes(n > 8) + (kGated ? 2 : 1) * pass_tiles * kTileBytes;
   const int stages = std::min(kMaxStages, ring_bytes / stage_bytes);
@@ -488,7 +501,7 @@ void launch_kernel(const CUtensorMap& weights, const CUtensorMap& tokens, const 
     launch_with_pdl(streamed_linear_kernel<decltype(upper_half)::value, OutT, kGated, decltype(normed)::value>,
                     dim3(static_cast<unsigned>(blocks)), dim3(kThreads), static_cast<size_t>(shared_bytes), stream,
                     weights, tokens, pass_weights, bias, out, n32, in32, out32, tiles, k_slices, slice_sums, arrivals,
-                    pass_tiles, stages, norm);
+                    pass_tiles, stages, norm, timeline);
   };
   // The gated kernel (the only one that takes an input norm): BF16 out only, the activation
   // feeds the down projection.
@@ -535,20 +548,20 @@ StreamedGrid streamed_gated_grid(int64_t intermediate, int blocks_per_sm, int sm
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                             const bf16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
                             int64_t out_features, int k_slices, StreamedGrid grid, float* slice_sums, int* arrivals,
-                            cudaStream_t stream) {
+                            unsigned long long* timeline, cudaStream_t stream) {
   if (n == 0 || out_features == 0) return;
   const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
   launch_kernel<false>(weights, tokens, pass_weights, bias, out, out_f32, n, in, out_features, tiles, k_slices, grid,
-                       slice_sums, arrivals, InputNorm{}, stream);
+                       slice_sums, arrivals, InputNorm{}, timeline, stream);
 }
 
 void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap& tokens,
                                   const CUtensorMap& pass_weights, bf16* out, int64_t n, int64_t in,
                                   int64_t intermediate, StreamedGrid grid, const InputNorm& norm,
-                                  cudaStream_t stream) {
+                                  unsigned long long* timeline, cudaStream_t stream) {
   if (n == 0 || intermediate == 0) return;
   launch_kernel<true>(weights, tokens, pass_weights, nullptr, LinearOutputs::whole(out, intermediate), false, n, in,
-                      intermediate, intermediate / kTileRows, 1, grid, nullptr, nullptr, norm, stream);
+                      intermediate, intermediate / kTileRows, 1, grid, nullptr, nullptr, norm, timeline, stream);
 }
 
 }  // namespace fg::cuda

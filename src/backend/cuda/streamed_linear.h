@@ -28,6 +28,12 @@ inline constexpr int kStreamedBoxK = 256;
 inline constexpr int kStreamedBlocksPerSm = 2;
 inline constexpr int kStreamedPassTiles = 8;
 inline constexpr int kStreamedRingBytesPerSm = 192 * 1024;
+// What a streamed launch records of each block when asked (StreamedLinear::record_timeline), in
+// nanoseconds of the GPU's global timer, at [block][event]: its start, the end of its wait for the
+// kernel before (the producer's), its first and last stages' arrival (seen by the consumers), and
+// its end (every output stored). For finding where a launch's time goes (bench kernels
+// --tables streamed_timeline).
+enum StreamedEvent : int { kEventStart, kEventWaited, kEventFirstData, kEventLastData, kEventExit, kStreamedEvents };
 // Floats of one tile's sums of one slice of k in the slice-sum workspace: [acc][lane].
 inline constexpr int kStreamedSliceSumFloats = 4 * 32;
 
@@ -141,10 +147,15 @@ class StreamedLinear {
   void run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int64_t n, int64_t in,
                  int64_t intermediate, cudaStream_t stream, int blocks_per_sm = 0, const InputNorm& norm = {});
 
+  // The launches that follow record their blocks' events into `events` ([block][StreamedEvent],
+  // room for the grid's blocks), until a call with nullptr. For benchmarks.
+  void record_timeline(unsigned long long* events) { timeline_ = events; }
+
  private:
   struct Maps;
   int sm_count_;
   std::unique_ptr<Maps> maps_;
+  unsigned long long* timeline_ = nullptr;
   float* slice_sums_ = nullptr;  // [slice][tile][acc][lane] of a split weight
   int* arrivals_ = nullptr;      // [tile]: slices summed so far; the last one re-arms it to 0
 };
@@ -175,7 +186,7 @@ StreamedGrid streamed_gated_grid(int64_t intermediate, int blocks_per_sm, int sm
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                             const __nv_bfloat16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
                             int64_t out_features, int k_slices, StreamedGrid grid, float* slice_sums,
-                            int* arrivals, cudaStream_t stream);
+                            int* arrivals, unsigned long long* timeline, cudaStream_t stream);
 
 // The gated kernel over the maps StreamedLinear::run_gated makes: the span [2 x intermediate, in]
 // in kStreamedBoxRows x kStreamedBoxK boxes and in grid.pass_tiles x kStreamedBoxRows x
@@ -184,6 +195,6 @@ void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& token
 void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap& tokens,
                                   const CUtensorMap& pass_weights, __nv_bfloat16* out, int64_t n, int64_t in,
                                   int64_t intermediate, StreamedGrid grid, const InputNorm& norm,
-                                  cudaStream_t stream);
+                                  unsigned long long* timeline, cudaStream_t stream);
 
 }  // namespace fg::cuda
