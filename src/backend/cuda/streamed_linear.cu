@@ -152,9 +152,9 @@ __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
-// Records `event` of this block in the timeline, when the launch keeps one.
+// Records `event` of this block in the timeline, when the build and the launch keep one.
 __device__ __forceinline__ void record_event(unsigned long long* timeline, int event) {
-  if (timeline == nullptr) return;
+  if (!kStreamedTimeline || timeline == nullptr) return;
   unsigned long long now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   timeline[blockIdx.x * kStreamedEvents + event] = now;

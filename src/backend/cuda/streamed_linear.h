@@ -32,7 +32,10 @@ inline constexpr int kStreamedRingBytesPerSm = 192 * 1024;
 // nanoseconds of the GPU's global timer, at [block][event]: its start, the end of its wait for the
 // kernel before (the producer's), its first and last stages' arrival (seen by the consumers), and
 // its end (every output stored). For finding where a launch's time goes (bench kernels
-// --tables streamed_timeline).
+// --tables streamed_timeline). Compiled in only when kStreamedTimeline is true: the checks alone,
+// in the consumers' loop, made the decode step 0.6-1.3% slower (bench/RESULTS.md, 2026-12-01
+// session 9), so the build the engine runs has none.
+inline constexpr bool kStreamedTimeline = false;
 enum StreamedEvent : int { kEventStart, kEventWaited, kEventFirstData, kEventLastData, kEventExit, kStreamedEvents };
 // Floats of one tile's sums of one slice of k in the slice-sum workspace: [acc][lane].
 inline constexpr int kStreamedSliceSumFloats = 4 * 32;
@@ -148,7 +151,8 @@ class StreamedLinear {
                  int64_t intermediate, cudaStream_t stream, int blocks_per_sm = 0, const InputNorm& norm = {});
 
   // The launches that follow record their blocks' events into `events` ([block][StreamedEvent],
-  // room for the grid's blocks), until a call with nullptr. For benchmarks.
+  // room for the grid's blocks), until a call with nullptr; only in a build with kStreamedTimeline.
+  // For benchmarks.
   void record_timeline(unsigned long long* events) { timeline_ = events; }
 
  private:

@@ -52,6 +52,10 @@ LaunchEvents events_of(const std::vector<unsigned long long>& timeline, int laun
 }  // namespace
 
 nlohmann::json bench_streamed_timeline(CudaBackend& backend) {
+  if (!kStreamedTimeline) {
+    fmt::print("\nStreamed launch timeline: not in this build (set kStreamedTimeline in streamed_linear.h)\n");
+    return nlohmann::json::object({{"skipped", "built without kStreamedTimeline"}});
+  }
   const int64_t hidden = 4096, intermediate = 14336, qkv = 6144;  // Llama-3.1-8B
   const std::vector<ChainLink> layer = {{"qkv_proj", qkv, hidden, false},
                                         {"o_proj", hidden, hidden, false},
