@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Run on the GPU machine over a tree with .device/ carried: the decode-step benchmark (`bench
+# kernels --tables decode_step`) of several fullgraph binaries in one call, interleaved REPS times
+# so that the machine's drift falls on all of them alike, then one table of graph-replay ms per
+# model and batch: each binary's median over its reps and its change against the first binary.
+#   OUT=$OUT [ATTENTION=split_kv] [REPS=2] bash scripts/device/ab_steps.sh NAME...
+# A NAME is a folder under .device holding a `fullgraph` (variant.sh builds them; copy a base
+# binary to .device/base/ by hand), or "." for the staged binary. The raw outputs land in
+# $OUT/ab_steps_$ATTENTION.log, the table in $OUT/ab_steps_$ATTENTION.txt and on stdout.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+D="$PWD/.device"
+OUT="${OUT:-/tmp/out}"
+ATTENTION="${ATTENTION:-split_kv}"
+REPS="${REPS:-2}"
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$D/lib:${LD_LIBRARY_PATH:-}"
+(($#)) || { echo "ab_steps.sh: name at least one binary (a folder under .device, or .)" >&2; exit 2; }
+for name in "$@"; do
+  [ -x "$D/$name/fullgraph" ] || { echo "ab_steps.sh: no $D/$name/fullgraph" >&2; exit 2; }
+done
+log="$OUT/ab_steps_$ATTENTION.log"
+: >"$log"
+for ((rep = 1; rep <= REPS; ++rep)); do
+  for name in "$@"; do
+    echo "== $name rep $rep" >>"$log"
+    "$D/$name/fullgraph" bench kernels --json "" --tables decode_step --attention "$ATTENTION" >>"$log" 2>&1 ||
+      echo "ab_steps.sh: $name failed (exit $?)" | tee -a "$log" >&2
+  done
+done
+python3 scripts/device/ab_table.py "$log" | tee "$OUT/ab_steps_$ATTENTION.txt"

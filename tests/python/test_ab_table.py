@@ -1,0 +1,63 @@
+"""scripts/device/ab_table.py, the table of ab_steps.sh, on a log written the way ab_steps.sh
+writes it: medians over reps per binary, changes against the first binary, a binary whose run
+failed shown as missing, breakdown lines and other output ignored."""
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "..", "scripts", "device", "ab_table.py")
+
+LOG = """== base rep 1
+device: NVIDIA H200 (132 SMs, L2 60 MB)
+Decode step, random weights, context 512 per request, split_kv attention
+model          batch |   eager ms   graph ms
+Llama-3.2-1B       1 |      0.979      0.900
+  split_kv_kernel<64>                                                    16     137.0      8.56  14.8%
+Llama-3.1-8B       1 |      4.268      4.000
+== variant rep 1
+Llama-3.2-1B       1 |      0.975      0.990
+Llama-3.1-8B       1 |      4.290      3.900
+== broken rep 1
+ab_steps.sh: broken failed (exit 1)
+== base rep 2
+Llama-3.2-1B       1 |      0.977      0.910
+Llama-3.1-8B       1 |      4.284      4.010
+== variant rep 2
+Llama-3.2-1B       1 |      0.981      0.980
+Llama-3.1-8B       1 |      4.292      3.910
+== base rep 3
+Llama-3.2-1B       1 |      0.977      0.950
+Llama-3.1-8B       1 |      4.284      4.020
+"""
+
+
+def main():
+    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+        f.write(LOG)
+        path = f.name
+    try:
+        proc = subprocess.run([sys.executable, SCRIPT, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              check=False, text=True)
+    finally:
+        os.unlink(path)
+    if proc.returncode != 0:
+        sys.exit("ab_table.py failed: " + proc.stderr)
+    rows = {line.split("|")[0].split()[0] + " " + line.split("|")[0].split()[1]: line.split("|")[1].split()
+            for line in proc.stdout.splitlines() if line.startswith("Llama")}
+    # base: median of 0.900, 0.910, 0.950 = 0.910; variant: median of 0.990, 0.980 = 0.985 -> +8.2%.
+    expected = {
+        "Llama-3.2-1B 1": ["0.910", "0.985", "+8.2%", "-"],
+        "Llama-3.1-8B 1": ["4.010", "3.905", "-2.6%", "-"],
+    }
+    if rows != expected:
+        sys.exit(f"ab_table.py printed\n{proc.stdout}\nexpected the rows {expected}")
+    header = [line for line in proc.stdout.splitlines() if line.startswith("model")]
+    if header != [header[0]] or header[0].split()[-3:] != ["base", "variant", "broken"]:
+        sys.exit(f"ab_table.py's header is wrong:\n{proc.stdout}")
+    print("ab_table.py: medians, changes and a failed binary as expected")
+
+
+if __name__ == "__main__":
+    main()
