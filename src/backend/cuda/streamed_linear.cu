@@ -89,7 +89,12 @@ static_assert(2 * kMaxStages * 8 + kPassTiles * 4 + kConsumerWarps * 16 * 4 <= 1
 // ones): one block's epilogue and start overlap the other's stream. Measured against one block
 // with five stages (bench/RESULTS.md, 2026-11-30 session 3): +2-4% on the LM heads, the same
 // elsewhere; streamed_blocks_per_sm says when one block alone, with the SM's whole ring, is
-// faster. Two blocks of this size fill an SM's 228 KB.
+// faster. Two blocks of this size fill an SM's 228 KB, so the next launch's blocks start only as
+// these leave (about 2.5 us of each launch in a decode step: bench kernels --tables
+// streamed_timeline). Leaving room for them costs more than it saves: half the ring (one block of
+// 96 KB, or two of 48) made the 8B decode step 30-42% slower; so did L2 prefetches of a block's
+// own later weights, and those of the next launch's first stages gained nothing (bench/RESULTS.md,
+// 2026-12-01 session 9).
 constexpr int kMaxSharedBytes = kHeaderBytes + kStreamedRingBytesPerSm;
 static_assert(kStreamedBlocksPerSm * (kHeaderBytes + kStreamedRingBytesPerSm / kStreamedBlocksPerSm + 1024) <=
                   228 * 1024,
