@@ -12,12 +12,13 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/fill_kernels.h"
 #include "backend/cuda/streamed_linear.h"
+#include "core/error.h"
 
 namespace fg::cuda {
 
 namespace {
 
-constexpr int kMaxBlocks = 1024;  // room per launch in the timeline (a grid has at most 2 x SMs)
+constexpr int kMaxBlocks = 1024;  // room per launch in the timeline (a grid has at most kStreamedBlocksPerSm x SMs)
 constexpr int kChainLayers = 3;   // each with its own weights, so that L2 holds none of the next
 constexpr int kWarmups = 3, kRecorded = 7;
 
@@ -33,18 +34,17 @@ double quantile(std::vector<double> v, double q) {
   return v.empty() ? NAN : v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
-// One launch's events in microseconds after `origin` (ns), over its blocks that recorded.
+// One launch's events in microseconds of the global timer, over its blocks (those that recorded).
 struct LaunchEvents {
   std::vector<double> by_event[kStreamedEvents];
 };
 
-LaunchEvents events_of(const std::vector<unsigned long long>& timeline, int launch, unsigned long long origin) {
+LaunchEvents events_of(const std::vector<unsigned long long>& timeline, int launch) {
   LaunchEvents e;
   for (int b = 0; b < kMaxBlocks; ++b) {
     const unsigned long long* block = &timeline[(static_cast<size_t>(launch) * kMaxBlocks + b) * kStreamedEvents];
     if (block[kEventStart] == 0) continue;
-    for (int ev = 0; ev < kStreamedEvents; ++ev)
-      e.by_event[ev].push_back((static_cast<double>(block[ev]) - static_cast<double>(origin)) * 1e-3);
+    for (int ev = 0; ev < kStreamedEvents; ++ev) e.by_event[ev].push_back(static_cast<double>(block[ev]) * 1e-3);
   }
   return e;
 }
@@ -62,6 +62,9 @@ nlohmann::json bench_streamed_timeline(CudaBackend& backend) {
                                         {"gate_up (gated)", 2 * intermediate, hidden, true},
                                         {"down_proj", hidden, intermediate, false}};
   const int launches = kChainLayers * static_cast<int>(layer.size());
+  FG_CHECK(int64_t{kStreamedBlocksPerSm} * backend.sm_count() <= kMaxBlocks,
+           "bench kernels: the streamed timeline holds {} blocks per launch, a grid here may have {}", kMaxBlocks,
+           int64_t{kStreamedBlocksPerSm} * backend.sm_count());
   StreamedLinear streamed(backend.sm_count());
   std::vector<Allocation> weights;
   uint64_t seed = 1;
@@ -115,7 +118,7 @@ nlohmann::json bench_streamed_timeline(CudaBackend& backend) {
       FG_CUDA_CHECK(cudaMemcpy(host.data(), events, timeline_bytes, cudaMemcpyDeviceToHost));
       double previous_end = NAN;
       for (int i = 0; i < launches; ++i) {
-        const LaunchEvents e = events_of(host, i, 0);
+        const LaunchEvents e = events_of(host, i);
         grids[static_cast<size_t>(i)] = static_cast<int>(e.by_event[kEventStart].size());
         const double origin = std::isnan(previous_end) ? quantile(e.by_event[kEventStart], 0.0) : previous_end;
         std::vector<double> s;
