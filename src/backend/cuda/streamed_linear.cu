@@ -162,7 +162,12 @@ __device__ __forceinline__ void record_event(unsigned long long* timeline, int e
   if (!kStreamedTimeline || timeline == nullptr) return;
   unsigned long long now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  timeline[blockIdx.x * kStreamedEvents + event] = now;
+  timeline[blockIdx.x * kTimelineSlots + event] = now;
+  if (event == kEventStart) {
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    timeline[blockIdx.x * kTimelineSlots + kTimelineSm] = sm;
+  }
 }
 
 __device__ __forceinline__ void consumers_sync() {

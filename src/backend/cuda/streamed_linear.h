@@ -28,15 +28,17 @@ inline constexpr int kStreamedBoxK = 256;
 inline constexpr int kStreamedBlocksPerSm = 2;
 inline constexpr int kStreamedPassTiles = 8;
 inline constexpr int kStreamedRingBytesPerSm = 192 * 1024;
-// What a streamed launch records of each block when asked (StreamedLinear::record_timeline), in
-// nanoseconds of the GPU's global timer, at [block][event]: its start, the end of its wait for the
-// kernel before (the producer's), its first and last stages' arrival (seen by the consumers), and
-// its end (every output stored). For finding where a launch's time goes (bench kernels
+// What a streamed launch records of each block when asked (StreamedLinear::record_timeline), at
+// [block][kTimelineSlots]: in nanoseconds of the GPU's global timer, its start, the end of its wait
+// for the kernel before (the producer's), its first and last stages' arrival (seen by the
+// consumers) and its end (every output stored); then the SM it ran on. For finding where a launch's time goes (bench kernels
 // --tables streamed_timeline). Compiled in only when kStreamedTimeline is true: the checks alone,
 // in the consumers' loop, made the decode step 0.6-1.3% slower (bench/RESULTS.md, 2026-12-01
 // session 9), so the build the engine runs has none.
 inline constexpr bool kStreamedTimeline = false;
 enum StreamedEvent : int { kEventStart, kEventWaited, kEventFirstData, kEventLastData, kEventExit, kStreamedEvents };
+inline constexpr int kTimelineSm = kStreamedEvents;         // the slot of the block's SM
+inline constexpr int kTimelineSlots = kStreamedEvents + 1;  // slots per block
 // Floats of one tile's sums of one slice of k in the slice-sum workspace: [acc][lane].
 inline constexpr int kStreamedSliceSumFloats = 4 * 32;
 
@@ -150,7 +152,7 @@ class StreamedLinear {
   void run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int64_t n, int64_t in,
                  int64_t intermediate, cudaStream_t stream, int blocks_per_sm = 0, const InputNorm& norm = {});
 
-  // The launches that follow record their blocks' events into `events` ([block][StreamedEvent],
+  // The launches that follow record their blocks' events into `events` ([block][kTimelineSlots],
   // room for the grid's blocks), until a call with nullptr; only in a build with kStreamedTimeline.
   // For benchmarks.
   void record_timeline(unsigned long long* events) { timeline_ = events; }

@@ -1,5 +1,6 @@
 // backend/cuda/streamed_timeline.cpp — where a streamed launch's time goes between the launch
-// before it and the one after (see streamed_timeline.h).
+// before it and the one after (see streamed_timeline.h). The JSON also holds the last chain's
+// blocks one by one, with the SM each ran on.
 #include "backend/cuda/streamed_timeline.h"
 
 #include <fmt/format.h>
@@ -34,19 +35,34 @@ double quantile(std::vector<double> v, double q) {
   return v.empty() ? NAN : v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
-// One launch's events in microseconds of the global timer, over its blocks (those that recorded).
+// One launch's events in microseconds of the global timer, and the SM of each block, over its
+// blocks (those that recorded), in block order.
 struct LaunchEvents {
   std::vector<double> by_event[kStreamedEvents];
+  std::vector<int> sm;
 };
 
 LaunchEvents events_of(const std::vector<unsigned long long>& timeline, int launch) {
   LaunchEvents e;
   for (int b = 0; b < kMaxBlocks; ++b) {
-    const unsigned long long* block = &timeline[(static_cast<size_t>(launch) * kMaxBlocks + b) * kStreamedEvents];
+    const unsigned long long* block = &timeline[(static_cast<size_t>(launch) * kMaxBlocks + b) * kTimelineSlots];
     if (block[kEventStart] == 0) continue;
     for (int ev = 0; ev < kStreamedEvents; ++ev) e.by_event[ev].push_back(static_cast<double>(block[ev]) * 1e-3);
+    e.sm.push_back(static_cast<int>(block[kTimelineSm]));
   }
   return e;
+}
+
+// Each block's [SM, then its events in microseconds after `origin`], for the JSON: what a
+// question the table does not answer (do the late blocks share SMs, or a part of the chip?) needs.
+nlohmann::json block_rows(const LaunchEvents& e, double origin) {
+  nlohmann::json blocks = nlohmann::json::array();
+  for (size_t b = 0; b < e.sm.size(); ++b) {
+    nlohmann::json row = nlohmann::json::array({e.sm[b]});
+    for (int ev = 0; ev < kStreamedEvents; ++ev) row.push_back(e.by_event[ev][b] - origin);
+    blocks.push_back(row);
+  }
+  return blocks;
 }
 
 }  // namespace
@@ -79,7 +95,7 @@ nlohmann::json bench_streamed_timeline(CudaBackend& backend) {
   launch_fill_random_bf16(static_cast<__nv_bfloat16*>(x.tensor.data), 16 * intermediate, seed++, 0.0f, 1.0f,
                           backend.stream());
   Allocation out = backend.allocate(DType::kBF16, {16, 2 * intermediate});
-  Allocation timeline = backend.allocate(DType::kI64, {int64_t{launches} * kMaxBlocks * kStreamedEvents});
+  Allocation timeline = backend.allocate(DType::kI64, {int64_t{launches} * kMaxBlocks * kTimelineSlots});
   auto* events = static_cast<unsigned long long*>(timeline.tensor.data);
   const size_t timeline_bytes = timeline.tensor.nbytes();
 
@@ -94,7 +110,7 @@ nlohmann::json bench_streamed_timeline(CudaBackend& backend) {
     auto chain = [&](bool record) {
       for (int i = 0; i < launches; ++i) {
         const ChainLink& link = layer[static_cast<size_t>(i) % layer.size()];
-        streamed.record_timeline(record ? events + static_cast<size_t>(i) * kMaxBlocks * kStreamedEvents : nullptr);
+        streamed.record_timeline(record ? events + static_cast<size_t>(i) * kMaxBlocks * kTimelineSlots : nullptr);
         const auto* w = static_cast<const __nv_bfloat16*>(weights[static_cast<size_t>(i)].tensor.data);
         const auto* xs = static_cast<const __nv_bfloat16*>(x.tensor.data);
         if (link.gated)
@@ -110,6 +126,7 @@ nlohmann::json bench_streamed_timeline(CudaBackend& backend) {
     // [launch][event statistic] over the recorded chains
     std::vector<std::vector<std::vector<double>>> stats(static_cast<size_t>(launches));
     std::vector<int> grids(static_cast<size_t>(launches), 0);
+    std::vector<nlohmann::json> last_chain(static_cast<size_t>(launches));  // block_rows of the last chain
     for (int r = 0; r < kRecorded; ++r) {
       FG_CUDA_CHECK(cudaMemsetAsync(events, 0, timeline_bytes, backend.stream()));
       chain(true);
@@ -128,6 +145,7 @@ nlohmann::json bench_streamed_timeline(CudaBackend& backend) {
         }
         s.push_back(quantile(e.by_event[kEventExit], 1.0) - origin);  // the span
         stats[static_cast<size_t>(i)].push_back(s);
+        if (r == kRecorded - 1) last_chain[static_cast<size_t>(i)] = block_rows(e, origin);
         previous_end = quantile(e.by_event[kEventExit], 1.0);
       }
     }
@@ -154,7 +172,8 @@ nlohmann::json bench_streamed_timeline(CudaBackend& backend) {
                       {"first_data_us", {med[4], med[5]}},
                       {"last_data_us", {med[6], med[7]}},
                       {"ended_us", {med[8], med[9]}},
-                      {"span_us", span}});
+                      {"span_us", span},
+                      {"last_chain_blocks_sm_then_us", last_chain[static_cast<size_t>(i)]}});
     }
   }
   return rows;
