@@ -3,8 +3,8 @@
 // timer (StreamedEvent), so that a launch's time splits into its parts: how long after the launch
 // before it ended its blocks started, their wait for it returned, their first and last weights
 // arrived, and they ended. A step spends about 4 µs per streamed launch beyond its read time
-// (bench/RESULTS.md); this says where. It needs a build with kStreamedTimeline (streamed_linear.h)
-// and says so without one.
+// (bench/RESULTS.md); this says where. It needs a build with kStreamedTimeline (streamed_linear.h;
+// scripts/device/timeline_variant.sh builds one beside the staged binary) and says so without one.
 #pragma once
 
 #include <nlohmann/json.hpp>
