@@ -72,18 +72,6 @@ struct Fixture {
   ServerMetrics metrics;
 };
 
-// The KV snapshot once every block shows as free, or the last one after ~1 s. A request's
-// callbacks (and so its finish) run inside Engine::step, before that step's snapshot is taken:
-// until the step ends, the snapshot may still show the blocks it freed as used.
-KvSnapshot snapshot_once_all_free(const EngineService& service) {
-  KvSnapshot kv = service.kv_snapshot();
-  for (int i = 0; i < 200 && kv.free_blocks != kv.usable_blocks; ++i) {
-    std::this_thread::sleep_for(5ms);
-    kv = service.kv_snapshot();
-  }
-  return kv;
-}
-
 TEST(ServerEngine, ChoicesRunToTheirLengthAndRelease) {
   Fixture f;
   ASSERT_TRUE(f.service->try_admit(3, 10));
@@ -97,8 +85,10 @@ TEST(ServerEngine, ChoicesRunToTheirLengthAndRelease) {
   EXPECT_EQ(job->usage().prompt_tokens, 3);
   EXPECT_EQ(job->usage().completion_tokens, 15);
   EXPECT_EQ(f.service->held(), 0);
-  const KvSnapshot kv = snapshot_once_all_free(*f.service);
+  // A request's blocks are free before its last delta is sent: no waiting for a step to end.
+  const EngineGauges kv = f.service->engine().gauges();
   EXPECT_EQ(kv.free_blocks, kv.usable_blocks);
+  EXPECT_EQ(kv.running, 0);
 }
 
 TEST(ServerEngine, AdmissionIsBounded) {
@@ -118,22 +108,17 @@ TEST(ServerEngine, CancelFreesBlocksAndEndsTheStream) {
   std::vector<GenerationJob::Delta> got;
   while (got.empty()) got = job->take_deltas(1s);
   EXPECT_FALSE(job->finished());
-  // The deltas of a step arrive before that step's snapshot is taken (the callbacks run inside
-  // Engine::step), so the first snapshot may still be the one from before the prefill: wait for
-  // the blocks to show as used (the request runs ~50 steps of 2 ms).
-  KvSnapshot running = f.service->kv_snapshot();
-  for (int i = 0; i < 200 && running.free_blocks == running.usable_blocks; ++i) {
-    std::this_thread::sleep_for(1ms);
-    running = f.service->kv_snapshot();
-  }
+  // The request runs ~50 steps of 2 ms: its blocks are in use, and the gauges say so at once.
+  const EngineGauges running = f.service->engine().gauges();
   EXPECT_LT(running.free_blocks, running.usable_blocks);
+  EXPECT_EQ(running.running + running.waiting, 2);
   EXPECT_FALSE(job->finished());
   job->cancel_unfinished();
   EXPECT_TRUE(job->finished());  // at once: the cancel ran the callbacks
-  // The blocks are free at once; the snapshot may show the state before a step in flight, so it
-  // catches up when that step ends.
-  const KvSnapshot kv = snapshot_once_all_free(*f.service);
+  // The blocks are free at once, whatever step is in flight.
+  const EngineGauges kv = f.service->engine().gauges();
   EXPECT_EQ(kv.free_blocks, kv.usable_blocks);
+  EXPECT_EQ(kv.running + kv.waiting, 0);
   EXPECT_EQ(f.service->held(), 0);
   int aborted = 0;
   for (const auto& d : job->take_deltas(0ms))
@@ -177,8 +162,8 @@ TEST(ServerEngine, AFailedStepEndsEveryStreamAndRefusesNewWork) {
   ASSERT_TRUE(service.fatal_error().has_value());
   EXPECT_NE(service.fatal_error()->find("device lost"), std::string::npos);
   EXPECT_EQ(service.held(), 0);
-  const KvSnapshot snapshot = service.kv_snapshot();
-  EXPECT_EQ(snapshot.free_blocks, snapshot.usable_blocks);
+  const EngineGauges gauges = engine.gauges();
+  EXPECT_EQ(gauges.free_blocks, gauges.usable_blocks);
   ASSERT_TRUE(service.try_admit(1, 10));
   auto late = std::make_shared<GenerationJob>(service, metrics, 1, false);
   try {

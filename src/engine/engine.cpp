@@ -231,4 +231,20 @@ int64_t Engine::num_preemptions() const {
   return scheduler_.num_preemptions();
 }
 
+EngineGauges Engine::gauges() const {
+  // Only the engine changes the block manager, and only under this lock (scheduling, a step's
+  // end, a cancel), so everything read here belongs to one moment.
+  std::lock_guard lock(mutex_);
+  EngineGauges g;
+  g.running = static_cast<int64_t>(scheduler_.num_running());
+  g.waiting = static_cast<int64_t>(scheduler_.num_waiting());
+  g.preemptions = scheduler_.num_preemptions();
+  g.free_blocks = kv_.num_free_blocks();
+  g.usable_blocks = kv_.num_usable_blocks();
+  g.usage = kv_.usage();
+  g.prefix_query_tokens = kv_.stats().prefix_query_tokens;
+  g.prefix_hit_tokens = kv_.stats().prefix_hit_tokens;
+  return g;
+}
+
 }  // namespace fg

@@ -69,6 +69,15 @@ struct EngineStats {
   int64_t cancelled_requests = 0;
 };
 
+// Engine::gauges: what the engine holds at one moment.
+struct EngineGauges {
+  int64_t running = 0, waiting = 0, preemptions = 0;
+  int64_t free_blocks = 0;    // free plus evictable cached blocks: what can be handed out now
+  int64_t usable_blocks = 0;  // all blocks but the null block
+  double usage = 0.0;         // 1 - free / usable
+  int64_t prefix_query_tokens = 0, prefix_hit_tokens = 0;
+};
+
 class Engine {
  public:
   // `tokenizer` may be null (no text, no stop strings). executor and kv must outlive the engine.
@@ -92,6 +101,11 @@ class Engine {
   size_t num_waiting() const;
   EngineStats stats() const;
   int64_t num_preemptions() const;
+  // The scheduler's and the KV cache's numbers, read together under the engine's lock: another
+  // thread (the server's /metrics) gets one moment's, in which a finished or cancelled request's
+  // blocks are free as soon as it has left the running set.
+  EngineGauges gauges() const;
+  // Not thread-safe: for the thread that steps the engine, or after it stopped.
   const KvBlockManager& kv() const { return kv_; }
 
  private:

@@ -3,13 +3,7 @@
 
 namespace fg::server {
 
-EngineService::EngineService(Engine& engine) : engine_(engine) {
-  {
-    std::lock_guard lock(kv_mutex_);
-    last_ = read_kv();
-  }
-  thread_ = std::thread([this] { run(); });
-}
+EngineService::EngineService(Engine& engine) : engine_(engine) { thread_ = std::thread([this] { run(); }); }
 
 EngineService::~EngineService() { stop(); }
 
@@ -45,18 +39,9 @@ uint64_t EngineService::submit(RequestSpec spec) {
   return id;
 }
 
-bool EngineService::cancel(uint64_t id) {
-  std::lock_guard lock(kv_mutex_);
-  const bool cancelled = engine_.cancel(id);
-  if (cancelled && !stepping_) last_ = read_kv();
-  return cancelled;
-}
+bool EngineService::cancel(uint64_t id) { return engine_.cancel(id); }
 
-void EngineService::cancel_all() {
-  std::lock_guard lock(kv_mutex_);
-  engine_.cancel_all();
-  if (!stepping_) last_ = read_kv();
-}
+void EngineService::cancel_all() { engine_.cancel_all(); }
 
 void EngineService::stop() {
   {
@@ -72,23 +57,6 @@ std::optional<std::string> EngineService::fatal_error() const {
   return fatal_;
 }
 
-KvSnapshot EngineService::read_kv() const {
-  const KvBlockManager& kv = engine_.kv();
-  KvSnapshot s;
-  s.free_blocks = kv.num_free_blocks();
-  s.usable_blocks = kv.num_usable_blocks();
-  s.usage = kv.usage();
-  s.prefix_query_tokens = kv.stats().prefix_query_tokens;
-  s.prefix_hit_tokens = kv.stats().prefix_hit_tokens;
-  return s;
-}
-
-KvSnapshot EngineService::kv_snapshot() const {
-  std::lock_guard lock(kv_mutex_);
-  if (!stepping_) last_ = read_kv();
-  return last_;
-}
-
 void EngineService::run() {
   while (true) {
     {
@@ -99,17 +67,7 @@ void EngineService::run() {
     }
     try {
       while (true) {
-        {
-          std::lock_guard lock(kv_mutex_);
-          stepping_ = true;
-        }
-        const bool stepped = engine_.step();
-        {
-          std::lock_guard lock(kv_mutex_);
-          stepping_ = false;
-          last_ = read_kv();
-        }
-        if (!stepped) break;
+        if (!engine_.step()) break;
         std::lock_guard lock(mutex_);
         if (stopping_) return;
       }
@@ -119,10 +77,7 @@ void EngineService::run() {
         fatal_ = e.what();
       }
       // Every stream ends ("abort") so that no client waits forever.
-      std::lock_guard lock(kv_mutex_);
-      stepping_ = false;
       engine_.cancel_all();
-      last_ = read_kv();
       return;
     }
   }

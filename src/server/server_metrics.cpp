@@ -19,17 +19,15 @@ void ServerMetrics::observe_finished(double e2e_seconds, FinishReason reason) {
 
 std::string ServerMetrics::render(const std::string& model_name, const EngineService* service) const {
   EngineStats stats;
-  KvSnapshot kv;
-  double running = 0, waiting = 0, preemptions = 0, held = 0;
+  EngineGauges kv;  // the engine's numbers of one moment (Engine::gauges)
+  double held = 0;
   if (service != nullptr) {
-    const Engine& engine = service->engine();
-    stats = engine.stats();
-    kv = service->kv_snapshot();
-    running = static_cast<double>(engine.num_running());
-    waiting = static_cast<double>(engine.num_waiting());
-    preemptions = static_cast<double>(engine.num_preemptions());
+    stats = service->engine().stats();
+    kv = service->engine().gauges();
     held = static_cast<double>(service->held());
   }
+  const auto running = static_cast<double>(kv.running), waiting = static_cast<double>(kv.waiting),
+             preemptions = static_cast<double>(kv.preemptions);
   PrometheusText out({{"model_name", model_name}});
   out.gauge("fullgraph:num_requests_running", "Requests in the engine's running set.", running);
   out.gauge("fullgraph:num_requests_waiting", "Requests waiting to be scheduled.", waiting);
