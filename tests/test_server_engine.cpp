@@ -1,6 +1,6 @@
 // tests/test_server_engine.cpp — the server's engine side without HTTP: EngineService (stepping
-// thread, admission), the engine's gauges as /metrics reads them, and GenerationJob (n choices, seeds, deltas, cancellation), over
-// an executor that needs no model. What matters to a server: every admitted request is released
+// thread, admission), the engine's gauges as /metrics reads them, and GenerationJob (n choices,
+// seeds, deltas, cancellation), over an executor that needs no model. What matters to a server: every admitted request is released
 // exactly once however it ends, a cancelled request's blocks are free at once, and the outputs
 // joined equal what was generated.
 #include <gtest/gtest.h>
@@ -98,7 +98,8 @@ TEST(ServerEngine, ChoicesRunToTheirLengthAndRelease) {
 double metric_value(const std::string& text, const std::string& name) {
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);)
-    if (line.rfind(name + "{", 0) == 0 || line.rfind(name + " ", 0) == 0) return std::stod(line.substr(line.rfind(' ')));
+    if (line.rfind(name + "{", 0) == 0 || line.rfind(name + " ", 0) == 0)
+      return std::stod(line.substr(line.rfind(' ')));
   ADD_FAILURE() << "no sample of " << name;
   return -1;
 }

@@ -31,10 +31,10 @@ inline constexpr int kStreamedRingBytesPerSm = 192 * 1024;
 // What a streamed launch records of each block when asked (StreamedLinear::record_timeline), at
 // [block][kTimelineSlots]: in nanoseconds of the GPU's global timer, its start, the end of its wait
 // for the kernel before (the producer's), its first and last stages' arrival (seen by the
-// consumers) and its end (every output stored); then the SM it ran on. For finding where a launch's time goes (bench kernels
-// --tables streamed_timeline). Compiled in only when kStreamedTimeline is true: the checks alone,
-// in the consumers' loop, made the decode step 0.6-1.3% slower (bench/RESULTS.md, 2026-12-01
-// session 9), so the build the engine runs has none.
+// consumers) and its end (every output stored); then the SM it ran on. For finding where a
+// launch's time goes (bench kernels --tables streamed_timeline). Compiled in only when
+// kStreamedTimeline is true: the checks alone, in the consumers' loop, made the decode step
+// 0.6-1.3% slower (bench/RESULTS.md, 2026-12-01 session 9), so the build the engine runs has none.
 inline constexpr bool kStreamedTimeline = false;
 enum StreamedEvent : int { kEventStart, kEventWaited, kEventFirstData, kEventLastData, kEventExit, kStreamedEvents };
 inline constexpr int kTimelineSm = kStreamedEvents;         // the slot of the block's SM
