@@ -115,7 +115,7 @@ struct TileWalk {
 // three warps idle: its walk on four warps (walk_in_slices, as split_kv's), the warps' states
 // merged in the KV area, its rows written. Continues the ring the kernel started. The choice of
 // this walk depends on the request alone, so a row's bits still do not depend on the batch. Kept
-// apart from the 64-row walk so that the prefill's code stays as it was.
+// apart from the 64-row walk (walk_full_tile) so that the prefill's code stays as it was.
 template <int HD>
 __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const TileWalk& t,
                                             PagedKvLoader<HD, kBN, kFlashThreads>& kv, uint32_t sq,
@@ -149,74 +149,24 @@ __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const Tile
   }
 }
 
+// A tile of more than 16 packed rows (a prefill's): each warp walks its own 16 rows over every KV
+// tile; O is staged in the Q tile and written as bf16. Continues the ring the kernel started.
+// Out of line (its parameters by value, so that nothing of the caller's lives in local memory):
+// ptxas then allocates and schedules this loop and the kernel's inlined short walk each on its
+// own. Measured against both inlined (bench/RESULTS.md, 2026-12-01 session 10, three interleaved
+// runs): prefill of 2k-8k tokens 1.5-2.8% faster, flash decode at batch 1 and 1k-32k of context
+// 2-5% faster, the flash decode step 0.8-2.4% faster at batch 8 and 64. (Only the short walk out
+// of line instead: prefill 4% faster, the decode step 0.3-0.5% slower.)
 template <int HD>
-__global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const FlashParams p) {
-  constexpr int kChunks = HD / 8;                   // 16-byte chunks per row
-  constexpr int kQRowsPerPass = kFlashThreads / kChunks;
+__device__ __noinline__ void walk_full_tile(const FlashParams p, const TileWalk t,
+                                            PagedKvLoader<HD, kBN, kFlashThreads> kv, uint32_t sq,
+                                            unsigned char* smem) {
+  constexpr int kChunks = HD / 8;  // 16-byte chunks per row
   constexpr uint32_t kStageBytes = kBN * HD * 2;
-  constexpr int kS = kBN / 8;                       // 8-column score tiles per warp and KV tile
-  extern __shared__ __align__(128) unsigned char smem[];
-  // PDL: the next kernel may launch now. What this grid reads of the previous kernel's work (RoPE
-  // and the cache write) is Q and this step's own KV rows; the step's metadata was copied before
-  // the chain's first kernel started, and every other KV row by an earlier step. So the tile's
-  // owner, its block ids and its first KV tiles' earlier rows are requested before the wait and
-  // stream while that kernel drains; Q and the step's rows follow it. Every CTA waits before it
-  // exits, so that its completion implies the previous grid's.
-  fg::cuda::allow_dependent_grids();
-
-  const int group = p.num_heads / p.num_kv_heads;
-  const int kv_head = blockIdx.y;
-  TileAssignment a;
-  if (!locate_tile(p.query_start_loc, p.num_reqs, group, static_cast<int>(blockIdx.x), a)) {
-    fg::cuda::wait_for_prerequisite_grids();
-    return;
-  }
-
-  const int req = a.req;
-  const int q_begin = p.query_start_loc[req];
-  const int num_query = p.query_start_loc[req + 1] - q_begin;
-  const int rows = num_query * group;
-  // Latest query tile first: it has the longest KV walk, and CTAs start roughly in index order.
-  const int tile = a.count - 1 - (static_cast<int>(blockIdx.x) - a.start);
-  const int m0 = tile * kBM;
-  const int valid_rows = min(kBM, rows - m0);
-  const int ctx = min(p.seq_lens[req], p.max_blocks * p.block_size);  // never past the table row
-  const int before = ctx - num_query;  // context positions before this step's chunk
-  // Packed row m is token m / group of the chunk and sees positions [0, before + m / group].
-  const int last_h = before + (m0 + valid_rows - 1) / group + 1;
-  const int num_kv_tiles = last_h > 0 ? (last_h + kBN - 1) / kBN : 0;
-
-  const uint32_t sq = smem_addr(smem);
-  const uint32_t sk0 = sq + kBM * HD * 2;
-  const uint32_t sv0 = sk0 + kStages * kStageBytes;
-  const __nv_bfloat16* q = static_cast<const __nv_bfloat16*>(p.q);
-  PagedKvLoader<HD, kBN, kFlashThreads> kv;
-  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), kv_head,
-          p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks, p.block_size, p.block_magic);
-  start_ring_before_wait(kv, 0, ctx, num_kv_tiles, before, sk0, sv0);
-  fg::cuda::wait_for_prerequisite_grids();
-
-  // The query tile; rows past the request are zero-filled.
-  {
-    const int chunk = threadIdx.x % kChunks;
-#pragma unroll
-    for (int i = 0; i < kBM / kQRowsPerPass; ++i) {
-      const int row = static_cast<int>(threadIdx.x) / kChunks + i * kQRowsPerPass;
-      const int m = m0 + row;
-      const int token = q_begin + m / group;
-      const int head = kv_head * group + m % group;
-      const bool valid = row < valid_rows && token >= 0 && token < p.num_tokens;
-      const int64_t offset = valid ? (static_cast<int64_t>(token) * p.num_heads + head) * HD + chunk * 8 : 0;
-      cp_async_16(sq + swizzle<HD>(row, chunk), q + offset, valid);
-    }
-  }
-  finish_ring_start(kv, 0, ctx, num_kv_tiles, before, sk0, sv0);
-
-  if (valid_rows <= 16) {
-    walk_short_tile<HD>(p, {q_begin, m0, valid_rows, group, kv_head, before, last_h, ctx, num_kv_tiles, sk0, sv0}, kv,
-                        sq, smem);
-    return;
-  }
+  constexpr int kS = kBN / 8;  // 8-column score tiles per warp and KV tile
+  const int q_begin = t.q_begin, m0 = t.m0, valid_rows = t.valid_rows, group = t.group, kv_head = t.kv_head;
+  const int before = t.before, last_h = t.last_h, ctx = t.ctx, num_kv_tiles = t.num_kv_tiles;
+  const uint32_t sk0 = t.sk0, sv0 = t.sv0;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
   const int warp_row0 = warp * 16;
   const bool warp_active = warp_row0 < valid_rows;
@@ -309,6 +259,77 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
     *reinterpret_cast<uint4*>(out + (static_cast<int64_t>(token) * p.num_heads + head) * HD + chunk * 8) =
         *reinterpret_cast<const uint4*>(sq_bytes + swizzle<HD>(row, chunk));
   }
+}
+
+template <int HD>
+__global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const FlashParams p) {
+  constexpr int kChunks = HD / 8;  // 16-byte chunks per row
+  constexpr int kQRowsPerPass = kFlashThreads / kChunks;
+  constexpr uint32_t kStageBytes = kBN * HD * 2;
+  extern __shared__ __align__(128) unsigned char smem[];
+  // PDL: the next kernel may launch now. What this grid reads of the previous kernel's work (RoPE
+  // and the cache write) is Q and this step's own KV rows; the step's metadata was copied before
+  // the chain's first kernel started, and every other KV row by an earlier step. So the tile's
+  // owner, its block ids and its first KV tiles' earlier rows are requested before the wait and
+  // stream while that kernel drains; Q and the step's rows follow it. Every CTA waits before it
+  // exits, so that its completion implies the previous grid's.
+  fg::cuda::allow_dependent_grids();
+
+  const int group = p.num_heads / p.num_kv_heads;
+  const int kv_head = blockIdx.y;
+  TileAssignment a;
+  if (!locate_tile(p.query_start_loc, p.num_reqs, group, static_cast<int>(blockIdx.x), a)) {
+    fg::cuda::wait_for_prerequisite_grids();
+    return;
+  }
+
+  const int req = a.req;
+  const int q_begin = p.query_start_loc[req];
+  const int num_query = p.query_start_loc[req + 1] - q_begin;
+  const int rows = num_query * group;
+  // Latest query tile first: it has the longest KV walk, and CTAs start roughly in index order.
+  const int tile = a.count - 1 - (static_cast<int>(blockIdx.x) - a.start);
+  const int m0 = tile * kBM;
+  const int valid_rows = min(kBM, rows - m0);
+  const int ctx = min(p.seq_lens[req], p.max_blocks * p.block_size);  // never past the table row
+  const int before = ctx - num_query;  // context positions before this step's chunk
+  // Packed row m is token m / group of the chunk and sees positions [0, before + m / group].
+  const int last_h = before + (m0 + valid_rows - 1) / group + 1;
+  const int num_kv_tiles = last_h > 0 ? (last_h + kBN - 1) / kBN : 0;
+
+  const uint32_t sq = smem_addr(smem);
+  const uint32_t sk0 = sq + kBM * HD * 2;
+  const uint32_t sv0 = sk0 + kStages * kStageBytes;
+  const __nv_bfloat16* q = static_cast<const __nv_bfloat16*>(p.q);
+  PagedKvLoader<HD, kBN, kFlashThreads> kv;
+  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), kv_head,
+          p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks, p.block_size, p.block_magic);
+  start_ring_before_wait(kv, 0, ctx, num_kv_tiles, before, sk0, sv0);
+  fg::cuda::wait_for_prerequisite_grids();
+
+  // The query tile; rows past the request are zero-filled.
+  {
+    const int chunk = threadIdx.x % kChunks;
+#pragma unroll
+    for (int i = 0; i < kBM / kQRowsPerPass; ++i) {
+      const int row = static_cast<int>(threadIdx.x) / kChunks + i * kQRowsPerPass;
+      const int m = m0 + row;
+      const int token = q_begin + m / group;
+      const int head = kv_head * group + m % group;
+      const bool valid = row < valid_rows && token >= 0 && token < p.num_tokens;
+      const int64_t offset = valid ? (static_cast<int64_t>(token) * p.num_heads + head) * HD + chunk * 8 : 0;
+      cp_async_16(sq + swizzle<HD>(row, chunk), q + offset, valid);
+    }
+  }
+  finish_ring_start(kv, 0, ctx, num_kv_tiles, before, sk0, sv0);
+
+  if (valid_rows <= 16) {
+    walk_short_tile<HD>(p, {q_begin, m0, valid_rows, group, kv_head, before, last_h, ctx, num_kv_tiles, sk0, sv0}, kv,
+                        sq, smem);
+    return;
+  }
+  walk_full_tile<HD>(p, {q_begin, m0, valid_rows, group, kv_head, before, last_h, ctx, num_kv_tiles, sk0, sv0}, kv, sq,
+                     smem);
 }
 
 template <int HD>
