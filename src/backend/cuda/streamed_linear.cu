@@ -94,7 +94,14 @@ static_assert(2 * kMaxStages * 8 + kPassTiles * 4 + kConsumerWarps * 16 * 4 <= 1
 // streamed_timeline). Leaving room for them costs more than it saves: half the ring (one block of
 // 96 KB, or two of 48) made the 8B decode step 30-42% slower; so did L2 prefetches of a block's
 // own later weights, and those of the next launch's first stages gained nothing (bench/RESULTS.md,
-// 2026-12-01 session 9).
+// 2026-12-01 session 9). The stage count is not "more is better" either (session 10, same-call
+// A/B at M = 1 / 16): with the 16 KB of partial sums moved into each pass's last stage, the
+// freed room gave 36 KB stages a third stage (1B gate_up span 16.8 -> 16.4 us, LM heads -1%) but
+// 20 KB ones a fifth (1B gate/up 9.7 -> 10.5, 8B q/o_proj 11.1 -> 11.8), and a held stage costs
+// 2-stage rings up to 30%; capped at 4 stages the decode step was level (1B -1.2% at batch 1,
+// +0.5% at 8; 8B -0.7% / +0.9%). Shorter passes for more stages (6 or 4 tiles) and warps that
+// each own whole tiles over all of k (no partial sums; M = 16 up to 15% slower, the step +3-7%)
+// were slower.
 constexpr int kMaxSharedBytes = kHeaderBytes + kStreamedRingBytesPerSm;
 static_assert(kStreamedBlocksPerSm * (kHeaderBytes + kStreamedRingBytesPerSm / kStreamedBlocksPerSm + 1024) <=
                   228 * 1024,
