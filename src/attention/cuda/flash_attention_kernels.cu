@@ -155,8 +155,8 @@ __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const Tile
 // ptxas then allocates and schedules this loop and the kernel's inlined short walk each on its
 // own. Measured against both inlined (bench/RESULTS.md, 2026-12-01 session 10, three interleaved
 // runs): prefill of 2k-8k tokens 1.5-2.8% faster, flash decode at batch 1 and 1k-32k of context
-// 2-5% faster, the flash decode step 0.8-2.4% faster at batch 8 and 64. (Only the short walk out
-// of line instead: prefill 4% faster, the decode step 0.3-0.5% slower.)
+// 2-7% faster, the flash decode step 0.8-2.4% faster at batch 8 and 64. (Only the short walk out
+// of line instead: prefill 3.5-4.5% faster, the decode step up to 0.5% slower.)
 template <int HD>
 __device__ __noinline__ void walk_full_tile(const FlashParams p, const TileWalk t,
                                             PagedKvLoader<HD, kBN, kFlashThreads> kv, uint32_t sq,
