@@ -5,7 +5,9 @@
 # model and batch: each binary's median over its reps and its change against the first binary.
 #   OUT=$OUT [ATTENTION=split_kv] [REPS=2] bash scripts/device/ab_steps.sh NAME...
 # A NAME is a folder under .device holding a `fullgraph` (variant.sh builds them; copy a base
-# binary to .device/base/ by hand), or "." for the staged binary. The raw outputs land in
+# binary to .device/base/ by hand), or "." for the staged binary; NAME@VAR=VALUE[,VAR=VALUE...]
+# runs that binary with those environment variables (a variant built with knobs read from the
+# environment, so that one build serves many settings in one call). The raw outputs land in
 # $OUT/ab_steps_$ATTENTION.log, the table in $OUT/ab_steps_$ATTENTION.txt and on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,14 +19,17 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$D/lib:${LD_LIBRARY_PATH:-}"
 (($#)) || { echo "ab_steps.sh: name at least one binary (a folder under .device, or .)" >&2; exit 2; }
 for name in "$@"; do
-  [ -x "$D/$name/fullgraph" ] || { echo "ab_steps.sh: no $D/$name/fullgraph" >&2; exit 2; }
+  [ -x "$D/${name%%@*}/fullgraph" ] || { echo "ab_steps.sh: no $D/${name%%@*}/fullgraph" >&2; exit 2; }
 done
 log="$OUT/ab_steps_$ATTENTION.log"
 : >"$log"
 for ((rep = 1; rep <= REPS; ++rep)); do
   for name in "$@"; do
     echo "== $name rep $rep" >>"$log"
-    "$D/$name/fullgraph" bench kernels --json "" --tables decode_step --attention "$ATTENTION" >>"$log" 2>&1 ||
+    settings=()
+    [[ "$name" == *@* ]] && IFS=',' read -ra settings <<<"${name#*@}"
+    env "${settings[@]+"${settings[@]}"}" "$D/${name%%@*}/fullgraph" bench kernels --json "" --tables decode_step \
+      --attention "$ATTENTION" >>"$log" 2>&1 ||
       echo "ab_steps.sh: $name failed (exit $?)" | tee -a "$log" >&2
   done
 done
