@@ -60,13 +60,15 @@ class FlashAttentionBackend final : public AttentionBackend {
   const PaddingContract& contract() const override { return contract_; }
 
   std::string describe() const override {
-    const int64_t smem = (attn::kFlashTileM + 2 * attn::kFlashStages * attn::kFlashTileN) * limits_.head_dim * 2;
+    const int64_t smem = attn::flash_smem_bytes(static_cast<int>(limits_.head_dim));
     return fmt::format(
         "flash: paged varlen causal, mma.sync m16n8k16 bf16->fp32, tile {} packed rows (GQA group of {} in M) x "
-        "{} KV positions, {} warps, {}-stage cp.async, {} KiB smem/CTA (hd {}); grid (ceil(n*G/{}) + num_reqs, {}) "
-        "from shapes; tiles ranked on a per-CTA prefix sum of query_start_loc; no workspace",
+        "{} KV positions, {} warps of {} rows, {}-stage cp.async (tiles of <= {} rows: four warps on slices of "
+        "each KV tile, {} stages), {} KiB smem/CTA (hd {}); grid (ceil(n*G/{}) + num_reqs, {}) from shapes; tiles "
+        "ranked on a per-CTA prefix sum of query_start_loc; no workspace",
         attn::kFlashTileM, limits_.num_heads / limits_.num_kv_heads, attn::kFlashTileN, attn::kFlashThreads / 32,
-        attn::kFlashStages, smem / 1024, limits_.head_dim, attn::kFlashTileM, limits_.num_kv_heads);
+        attn::kFlashTileM / (attn::kFlashThreads / 32), attn::kFlashStages, attn::kFlashShortRows,
+        attn::kFlashShortStages, smem / 1024, limits_.head_dim, attn::kFlashTileM, limits_.num_kv_heads);
   }
 
   void run(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale, const Tensor& out,

@@ -4,9 +4,9 @@
 //
 // Work decomposition. The query heads of one GQA group are packed into the M dimension: for KV
 // head h, request r owns n_q(r) * G packed rows (row m = token m / G of its chunk, query head
-// h * G + m % G), cut into 64-row query tiles, so every KV tile a CTA loads serves the whole group
+// h * G + m % G), cut into 128-row query tiles, so every KV tile a CTA loads serves the whole group
 // (a decode request's G heads share one read of its KV). Tiles are numbered by a prefix sum of
-// the per-request tile counts ceil(n_q * G / 64) in request order. The grid is (ceil(n * G / 64) +
+// the per-request tile counts ceil(n_q * G / 128) in request order. The grid is (ceil(n * G / 128) +
 // num_reqs, nkv): an upper bound computed from the shapes only, so it is frozen under capture;
 // each CTA ranks its tile index against the prefix sums (computed by the CTA itself from
 // query_start_loc, no workspace, no pre-kernel) and CTAs past the last tile exit.
@@ -18,14 +18,17 @@
 // fail the ownership check and are never computed, so their output rows keep whatever they held.
 // The kernel stays memory-safe on such input (it never writes rows it does not own) but is wrong.
 //
-// Per CTA: 4 warps, each owning 16 packed query rows (or, for a tile of at most 16 rows, all four
-// the same rows, each taking a 16-position slice of every KV tile and merging at the end: a decode
-// then keeps four warps busy, not one); KV tiles of 64 positions are gathered through block_table
-// into a 3-stage cp.async pipeline, the first ones requested before the PDL wait; S = Q K^T and
-// O += P V run per warp with Q held in registers; the online softmax is in fp32 in the log2 domain; O is staged through
-// shared memory and written as bf16 with 16-byte stores. Each request's arithmetic depends only on
-// its own metadata (its tiles never mix with another request's), so a row's result is
-// bit-identical in any batch and under any padding.
+// Per CTA: 4 warps. A tile of more than 16 rows (a prefill chunk's) gives each warp 32 packed
+// query rows, two m16 tiles that share every K and V fragment it loads from shared memory
+// (FlashAttention-2's 128 x 64 tile); its KV tiles of 64 positions come through a 2-stage
+// cp.async ring, so that two CTAs fit an SM at hd 128. A tile of at most 16 rows (a decode's G
+// heads, a chunk's last rows) would leave three warps idle: there all four take the same rows,
+// each a 16-position slice of every KV tile, through a 3-stage ring, and merge at the end. The
+// first KV tiles are requested before the PDL wait; S = Q K^T and O += P V run per warp; the online
+// softmax is in fp32 in the log2 domain; O is staged through shared memory and written as bf16
+// with 16-byte stores. Each request's arithmetic depends only on its own metadata (its tiles never
+// mix with another request's), so a row's result is bit-identical in any batch and under any
+// padding.
 #include "attention/cuda/flash_attention_kernels.h"
 #include "attention/cuda/paged_kv_walk.h"
 #include "backend/cuda/cuda_check.h"
@@ -35,19 +38,22 @@ namespace fg::attn {
 namespace {
 
 constexpr int kWarps = kFlashThreads / 32;
-constexpr int kStages = kFlashStages;
-static_assert(kStages == kKvRingStages && kStages == 3, "the walks' cp.async wait counts are written for three stages");
 constexpr int kBM = kFlashTileM;
 constexpr int kBN = kFlashTileN;
-static_assert(slice_state_bytes<128, kWarps>() <= 2 * kStages * kBN * 128 * 2 &&
-                  slice_state_bytes<64, kWarps>() <= 2 * kStages * kBN * 64 * 2,
+constexpr int kWideStages = kFlashStages;
+constexpr int kShortRows = kFlashShortRows;
+constexpr int kShortStages = kFlashShortStages;
+constexpr int kWarpRows = kBM / kWarps;  // the 128-row walk's rows per warp
+constexpr int kWarpMTiles = kWarpRows / 16;
+static_assert(kWarpMTiles * 16 * kWarps == kBM, "each warp owns whole m16 tiles");
+static_assert(kWideStages == 2, "the 128-row walk's cp.async wait count is written for two stages");
+static_assert(kShortStages == kKvRingStages, "the short walk is walk_in_slices, on paged_kv_walk.h's ring");
+static_assert(kShortRows == 16, "walk_in_slices walks 16 rows");
+static_assert(slice_state_bytes<128, kWarps>() <= 2 * kShortStages * kBN * 128 * 2 &&
+                  slice_state_bytes<64, kWarps>() <= 2 * kShortStages * kBN * 64 * 2,
               "the warps' merge fits the KV area");
-
-// Q [64][HD], then K [kStages][64][HD], then V [kStages][64][HD], all bf16 and swizzled.
-template <int HD>
-constexpr int flash_smem_bytes() {
-  return (kBM + 2 * kStages * kBN) * HD * 2;
-}
+// Shared memory, bf16 and swizzled. The 128-row walk: Q [128][HD], K [2][64][HD], V [2][64][HD].
+// The short walk: Q [16][HD], K [3][64][HD], V [3][64][HD].
 
 // Tile count of a request with `num_query` tokens. No clamp: C++ division truncates, so a negative
 // num_query (a decreasing query_start_loc) gives a count <= 0 and the prefix sum goes down.
@@ -106,20 +112,58 @@ __device__ bool locate_tile(const int* __restrict__ qsl, int num_reqs, int group
 
 // What a CTA's walk needs to know of its tile, its request and its pipeline.
 struct TileWalk {
+  int req;                                      // request index
   int q_begin, m0, valid_rows, group, kv_head;  // packed row m: token q_begin + m / group, head kv_head * group + m % group
   int before, last_h, ctx, num_kv_tiles;        // positions before the step's chunk; the last row's horizon
-  uint32_t sk0, sv0;                            // the KV ring
 };
+
+// Copies the tile's packed rows [m0, m0 + ROWS) of Q into the swizzled tile at sq (cp.async, in
+// the caller's group); rows past the request are zero-filled.
+template <int HD, int ROWS>
+__device__ __forceinline__ void copy_q_rows(const FlashParams& p, const TileWalk& t, uint32_t sq) {
+  constexpr int kChunks = HD / 8;  // 16-byte chunks per row
+  constexpr int kRowsPerPass = kFlashThreads / kChunks;
+  static_assert(ROWS % kRowsPerPass == 0, "whole passes");
+  const __nv_bfloat16* q = static_cast<const __nv_bfloat16*>(p.q);
+  const int chunk = threadIdx.x % kChunks;
+#pragma unroll
+  for (int i = 0; i < ROWS / kRowsPerPass; ++i) {
+    const int row = static_cast<int>(threadIdx.x) / kChunks + i * kRowsPerPass;
+    const int m = t.m0 + row;
+    const int token = t.q_begin + m / t.group;
+    const int head = t.kv_head * t.group + m % t.group;
+    const bool valid = row < t.valid_rows && token >= 0 && token < p.num_tokens;
+    const int64_t offset = valid ? (static_cast<int64_t>(token) * p.num_heads + head) * HD + chunk * 8 : 0;
+    cp_async_16(sq + swizzle<HD>(row, chunk), q + offset, valid);
+  }
+}
+
+// Starts a walk's KV ring of S stages around the PDL wait for the kernel before (RoPE and the
+// cache write: Q and the step's own KV rows): the earlier rows of the first tiles before it, Q's
+// first ROWS packed rows and the step's rows after it (paged_kv_walk.h).
+template <int S, int ROWS, int HD>
+__device__ __forceinline__ void start_walk(const FlashParams& p, const TileWalk& t,
+                                           PagedKvLoader<HD, kBN, kFlashThreads>& kv, uint32_t sq, uint32_t sk0,
+                                           uint32_t sv0) {
+  start_ring_before_wait<S>(kv, 0, t.ctx, t.num_kv_tiles, t.before, sk0, sv0);
+  fg::cuda::wait_for_prerequisite_grids();
+  copy_q_rows<HD, ROWS>(p, t, sq);
+  finish_ring_start<S>(kv, 0, t.ctx, t.num_kv_tiles, t.before, sk0, sv0);
+}
 
 // A tile of at most 16 packed rows (a decode's G heads, a chunk's last rows), which would leave
 // three warps idle: its walk on four warps (walk_in_slices, as split_kv's), the warps' states
-// merged in the KV area, its rows written. Continues the ring the kernel started. The choice of
-// this walk depends on the request alone, so a row's bits still do not depend on the batch. Kept
-// apart from the 64-row walk (walk_full_tile) so that the prefill's code stays as it was.
+// merged in the KV area, its rows written. The choice of this walk depends on the request alone,
+// so a row's bits still do not depend on the batch.
 template <int HD>
-__device__ __forceinline__ void walk_short_tile(const FlashParams& p, const TileWalk& t,
-                                            PagedKvLoader<HD, kBN, kFlashThreads>& kv, uint32_t sq,
-                                            unsigned char* smem) {
+__device__ __forceinline__ void walk_short_tile(const FlashParams& p, const TileWalk& t, PagedKvLoader<HD, kBN, kFlashThreads>& kv,
+                                                unsigned char* smem) {
+  constexpr uint32_t kStageBytes = kBN * HD * 2;
+  const uint32_t sq = smem_addr(smem);
+  const uint32_t sk0 = sq + kShortRows * HD * 2;
+  const uint32_t sv0 = sk0 + kShortStages * kStageBytes;
+  start_walk<kShortStages, kShortRows>(p, t, kv, sq, sk0, sv0);
+
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
   int horizon[2];
 #pragma unroll
@@ -128,14 +172,14 @@ __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const Tile
     horizon[r] = row < t.valid_rows ? t.before + (t.m0 + row) / t.group + 1 : t.last_h;  // padding rows: unstored
   }
   float o[HD / 8][4], m_run[2], l_run[2];
-  walk_in_slices<HD, kFlashThreads>(kv, sq, t.sk0, t.sv0, 0, t.ctx, t.num_kv_tiles, t.last_h, horizon, p.scale_log2, o,
+  walk_in_slices<HD, kFlashThreads>(kv, sq, sk0, sv0, 0, t.ctx, t.num_kv_tiles, t.last_h, horizon, p.scale_log2, o,
                                     m_run, l_run);
 
-  float* state = reinterpret_cast<float*>(smem + kBM * HD * 2);
+  float* state = reinterpret_cast<float*>(smem + kShortRows * HD * 2);
   store_slice_state<HD, kWarps>(state, o, m_run, l_run, warp, lane);
   __syncthreads();
   __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.out);
-  for (int idx = threadIdx.x; idx < 16 * (HD / 4); idx += kFlashThreads) {
+  for (int idx = threadIdx.x; idx < kShortRows * (HD / 4); idx += kFlashThreads) {
     const int row = idx / (HD / 4), c4 = idx % (HD / 4);
     if (row >= t.valid_rows) continue;
     const int m = t.m0 + row;
@@ -149,106 +193,141 @@ __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const Tile
   }
 }
 
-// A tile of more than 16 packed rows (a prefill's): each warp walks its own 16 rows over every KV
-// tile; O is staged in the Q tile and written as bf16. Continues the ring the kernel started.
-// Out of line (its parameters by value, so that nothing of the caller's lives in local memory):
-// ptxas then allocates and schedules this loop and the kernel's inlined short walk each on its
-// own. Measured against both inlined (bench/RESULTS.md, 2026-12-01 session 10, three interleaved
-// runs): prefill of 2k-8k tokens 1.5-2.8% faster, flash decode at batch 1 and 1k-32k of context
-// 2-7% faster, the flash decode step 0.8-2.4% faster at batch 8 and 64. (Only the short walk out
-// of line instead: prefill 3.5-4.5% faster, the decode step up to 0.5% slower.)
+// A tile of more than 16 packed rows (a prefill's): warp w walks rows [32 w, 32 w + 32) as two m16
+// tiles over every KV tile, through a 2-stage ring; O is staged in the Q tile and written as bf16.
+// Q's fragments stay in registers at hd 64 and are re-read from the Q tile at hd 128 (O and S of
+// 32 rows take 192 registers there). Against the 64-row tile of 16 rows per warp, at hd 128 and
+// 512-8192 tokens (bench/RESULTS.md, 2026-12-01 session 11): 3-7% faster as such, 14-17% with the
+// softmax's ex2.ftz, folded scale, branch-only mask and skipped rescale.
+//
+// Out of line, its parameters by value (so that nothing of the caller's lives in local memory):
+// ptxas then allocates and schedules this loop and the kernel's inlined short walk each on its own.
+// With both inlined (64-row tiles then; bench/RESULTS.md, 2026-12-01 session 10, three interleaved
+// runs), prefill of 2k-8k tokens ran 1.5-2.8% slower, flash decode at batch 1 and 1k-32k of context
+// 2-7% slower.
 template <int HD>
-__device__ __noinline__ void walk_full_tile(const FlashParams p, const TileWalk t,
-                                            PagedKvLoader<HD, kBN, kFlashThreads> kv, uint32_t sq,
-                                            unsigned char* smem) {
+__device__ __noinline__ void walk_wide_tile(const FlashParams p, const TileWalk t, unsigned char* smem) {
   constexpr int kChunks = HD / 8;  // 16-byte chunks per row
   constexpr uint32_t kStageBytes = kBN * HD * 2;
-  constexpr int kS = kBN / 8;  // 8-column score tiles per warp and KV tile
+  constexpr int kS = kBN / 8;  // 8-column score tiles per m-tile and KV tile
+  constexpr int kMT = kWarpMTiles;
+  constexpr bool kQInRegs = HD <= 64;
+  const uint32_t sq = smem_addr(smem);
+  const uint32_t sk0 = sq + kBM * HD * 2;
+  const uint32_t sv0 = sk0 + kWideStages * kStageBytes;
+  PagedKvLoader<HD, kBN, kFlashThreads> kv;
+  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), t.kv_head,
+          p.num_kv_heads, p.block_table + static_cast<int64_t>(t.req) * p.max_blocks, p.block_size, p.block_magic);
+  start_walk<kWideStages, kBM>(p, t, kv, sq, sk0, sv0);
+
   const int q_begin = t.q_begin, m0 = t.m0, valid_rows = t.valid_rows, group = t.group, kv_head = t.kv_head;
   const int before = t.before, last_h = t.last_h, ctx = t.ctx, num_kv_tiles = t.num_kv_tiles;
-  const uint32_t sk0 = t.sk0, sv0 = t.sv0;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
-  const int warp_row0 = warp * 16;
+  const int warp_row0 = warp * kWarpRows;
   const bool warp_active = warp_row0 < valid_rows;
   const int warp_first_h = before + (m0 + warp_row0) / group + 1;
-  const int warp_last_h = warp_active ? before + (m0 + min(warp_row0 + 15, valid_rows - 1)) / group + 1 : 0;
-  // Causal horizons of this thread's rows g and g + 8; rows past the request take the tile's last
-  // horizon (finite values, never stored).
-  int horizon[2];
+  const int warp_last_h = warp_active ? before + (m0 + min(warp_row0 + kWarpRows - 1, valid_rows - 1)) / group + 1 : 0;
+  // Causal horizons of this thread's rows g and g + 8 of each m-tile; rows past the request take the
+  // tile's last horizon (finite values, never stored).
+  int horizon[kMT][2];
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = warp_row0 + g + 8 * r;
-    horizon[r] = row < valid_rows ? before + (m0 + row) / group + 1 : last_h;
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = warp_row0 + mt * 16 + g + 8 * r;
+      horizon[mt][r] = row < valid_rows ? before + (m0 + row) / group + 1 : last_h;
+    }
+
+  uint32_t qa[kMT][kQInRegs ? HD / 16 : 1][4];
+  float o[kMT][HD / 8][4];
+  float m_run[kMT][2], l_run[kMT][2];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int d = 0; d < HD / 8; ++d) o[mt][d][0] = o[mt][d][1] = o[mt][d][2] = o[mt][d][3] = 0.0f;
+    m_run[mt][0] = m_run[mt][1] = -INFINITY;
+    l_run[mt][0] = l_run[mt][1] = 0.0f;
   }
 
-  uint32_t qa[HD / 16][4];
-  float o[HD / 8][4];
-#pragma unroll
-  for (int d = 0; d < HD / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
-
   for (int j = 0; j < num_kv_tiles; ++j) {
-    const int stage = j % kStages;
-    const int next = j + kStages - 1;  // its stage was last read in iteration j - 1 (ended by a barrier)
+    const int stage = j % kWideStages;
+    const int next = j + 1;  // its stage was last read in iteration j - 1 (ended by a barrier)
     if (next < num_kv_tiles)
-      kv.issue(next * kBN, ctx, sk0 + (next % kStages) * kStageBytes, sv0 + (next % kStages) * kStageBytes);
+      kv.issue(next * kBN, ctx, sk0 + (next % kWideStages) * kStageBytes, sv0 + (next % kWideStages) * kStageBytes);
     cp_async_commit();
     if (next + 1 < num_kv_tiles) kv.fetch_blocks((next + 1) * kBN, ctx);
-    // This thread's copies of tile j and of the group of Q and the step's rows have landed: at
-    // j = 0 the one tile issued since that group may be pending; later, the kStages - 1 tiles
-    // issued after tile j (which, at j = 1, are all issued after that group). Then everyone's.
-    if (j == 0) cp_async_wait<kStages - 2>();
-    else cp_async_wait<kStages - 1>();
+    // This thread's copies of tile j have landed, and at j = 0 those of Q and the step's rows (the
+    // group before): only the group just issued may be pending. Then everyone's.
+    cp_async_wait<1>();
     __syncthreads();
-    if (j == 0 && warp_active) load_q_fragments<HD>(qa, sq, warp_row0, lane);
+    if constexpr (kQInRegs) {
+      if (j == 0 && warp_active) {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) load_q_fragments<HD>(qa[mt], sq, warp_row0 + mt * 16, lane);
+      }
+    }
     const int kv_base = j * kBN;
     // A tile entirely past the warp's last horizon is fully masked for all its rows: skipping it
     // is exactly a no-op (alpha = 1, p = 0), so the result does not depend on the skip.
     if (warp_active && kv_base < warp_last_h) {
-      // attend_tile's steps, written out with the mask skipped below every row's horizon: the
-      // prefill ran 3-30% slower through the shared step (bench/RESULTS.md, 2026-12-01 session 8).
-      float s[kS][4];
-      qk_scores<HD, kS>(s, qa, sk0 + stage * kStageBytes, 0, lane);
-      const bool need_mask = kv_base + kBN > warp_first_h;
+      float s[kMT][kS][4];
+      qk_scores_mt<HD, kS, kMT, kQInRegs>(s, qa, sq, warp_row0, sk0 + stage * kStageBytes, lane);
+      // Only the tiles that reach past the warp's first horizon (the diagonal's) need the mask.
+      if (kv_base + kBN > warp_first_h) {
 #pragma unroll
-      for (int n = 0; n < kS; ++n) {
+        for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          s[n][e] *= p.scale_log2;
-          if (need_mask && kv_base + n * 8 + 2 * tq + (e & 1) >= horizon[e >> 1]) s[n][e] = -INFINITY;
-        }
+          for (int n = 0; n < kS; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              if (kv_base + n * 8 + 2 * tq + (e & 1) >= horizon[mt][e >> 1]) s[mt][n][e] = -INFINITY;
       }
-      float alpha[2];
-      online_softmax_step<kS>(s, m_run, l_run, alpha);
-      rescale_rows<HD>(o, alpha);
-      pv_accumulate<HD, kS>(o, s, sv0 + stage * kStageBytes, 0, lane);
+      float alpha[kMT][2];
+      bool max_moved = false;
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        online_softmax_step<kS>(s[mt], p.scale_log2, m_run[mt], l_run[mt], alpha[mt]);
+        max_moved |= alpha[mt][0] != 1.0f || alpha[mt][1] != 1.0f;
+      }
+      // Once a row's maximum has settled its alpha is exactly 1, and O * 1 is O: the warp skips the
+      // rescale (HD / 2 multiplies per thread) on the tiles where none of its rows' maxima moved.
+      if (__any_sync(kFullMask, max_moved)) {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) rescale_rows<HD>(o[mt], alpha[mt]);
+      }
+      pv_accumulate_mt<HD, kS, kMT>(o, s, sv0 + stage * kStageBytes, lane);
     }
     __syncthreads();
   }
   cp_async_wait<0>();
-  __syncthreads();  // every copy into the Q tile has landed before it is reused for O
+  __syncthreads();  // every copy into the Q tile has landed and every read of it is done before it holds O
 
   if (!warp_active) return;
-  float inv[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l_run[r] += __shfl_xor_sync(kFullMask, l_run[r], 1);
-    l_run[r] += __shfl_xor_sync(kFullMask, l_run[r], 2);
-    inv[r] = l_run[r] > 0.0f ? 1.0f / l_run[r] : 0.0f;  // no visible key (invalid seq_lens): zeros
-  }
-  // Stage this warp's 16 rows of O as bf16 in its own rows of the Q tile (only this warp read them).
+  // Stage this warp's rows of O as bf16 in its own rows of the Q tile (only this warp read them).
   unsigned char* sq_bytes = smem;
 #pragma unroll
-  for (int d = 0; d < HD / 8; ++d) {
-    *reinterpret_cast<uint32_t*>(sq_bytes + swizzle<HD>(warp_row0 + g, d) + tq * 4) =
-        pack_bf16(o[d][0] * inv[0], o[d][1] * inv[0]);
-    *reinterpret_cast<uint32_t*>(sq_bytes + swizzle<HD>(warp_row0 + g + 8, d) + tq * 4) =
-        pack_bf16(o[d][2] * inv[1], o[d][3] * inv[1]);
+  for (int mt = 0; mt < kMT; ++mt) {
+    float inv[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float l = l_run[mt][r];
+      l += __shfl_xor_sync(kFullMask, l, 1);
+      l += __shfl_xor_sync(kFullMask, l, 2);
+      inv[r] = l > 0.0f ? 1.0f / l : 0.0f;  // no visible key (invalid seq_lens): zeros
+    }
+    const int row = warp_row0 + mt * 16 + g;
+#pragma unroll
+    for (int d = 0; d < HD / 8; ++d) {
+      *reinterpret_cast<uint32_t*>(sq_bytes + swizzle<HD>(row, d) + tq * 4) =
+          pack_bf16(o[mt][d][0] * inv[0], o[mt][d][1] * inv[0]);
+      *reinterpret_cast<uint32_t*>(sq_bytes + swizzle<HD>(row + 8, d) + tq * 4) =
+          pack_bf16(o[mt][d][2] * inv[1], o[mt][d][3] * inv[1]);
+    }
   }
   __syncwarp();
   __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.out);
 #pragma unroll
-  for (int i = 0; i < 16 * kChunks / 32; ++i) {
+  for (int i = 0; i < kWarpRows * kChunks / 32; ++i) {
     const int idx = lane + 32 * i;
     const int row = warp_row0 + idx / kChunks, chunk = idx % kChunks;
     if (row >= valid_rows) continue;
@@ -263,9 +342,6 @@ __device__ __noinline__ void walk_full_tile(const FlashParams p, const TileWalk 
 
 template <int HD>
 __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const FlashParams p) {
-  constexpr int kChunks = HD / 8;  // 16-byte chunks per row
-  constexpr int kQRowsPerPass = kFlashThreads / kChunks;
-  constexpr uint32_t kStageBytes = kBN * HD * 2;
   extern __shared__ __align__(128) unsigned char smem[];
   // PDL: the next kernel may launch now. What this grid reads of the previous kernel's work (RoPE
   // and the cache write) is Q and this step's own KV rows; the step's metadata was copied before
@@ -296,40 +372,16 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
   // Packed row m is token m / group of the chunk and sees positions [0, before + m / group].
   const int last_h = before + (m0 + valid_rows - 1) / group + 1;
   const int num_kv_tiles = last_h > 0 ? (last_h + kBN - 1) / kBN : 0;
+  const TileWalk t{req, q_begin, m0, valid_rows, group, kv_head, before, last_h, ctx, num_kv_tiles};
 
-  const uint32_t sq = smem_addr(smem);
-  const uint32_t sk0 = sq + kBM * HD * 2;
-  const uint32_t sv0 = sk0 + kStages * kStageBytes;
-  const __nv_bfloat16* q = static_cast<const __nv_bfloat16*>(p.q);
+  if (valid_rows > kShortRows) {
+    walk_wide_tile<HD>(p, t, smem);
+    return;
+  }
   PagedKvLoader<HD, kBN, kFlashThreads> kv;
   kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), kv_head,
           p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks, p.block_size, p.block_magic);
-  start_ring_before_wait(kv, 0, ctx, num_kv_tiles, before, sk0, sv0);
-  fg::cuda::wait_for_prerequisite_grids();
-
-  // The query tile; rows past the request are zero-filled.
-  {
-    const int chunk = threadIdx.x % kChunks;
-#pragma unroll
-    for (int i = 0; i < kBM / kQRowsPerPass; ++i) {
-      const int row = static_cast<int>(threadIdx.x) / kChunks + i * kQRowsPerPass;
-      const int m = m0 + row;
-      const int token = q_begin + m / group;
-      const int head = kv_head * group + m % group;
-      const bool valid = row < valid_rows && token >= 0 && token < p.num_tokens;
-      const int64_t offset = valid ? (static_cast<int64_t>(token) * p.num_heads + head) * HD + chunk * 8 : 0;
-      cp_async_16(sq + swizzle<HD>(row, chunk), q + offset, valid);
-    }
-  }
-  finish_ring_start(kv, 0, ctx, num_kv_tiles, before, sk0, sv0);
-
-  if (valid_rows <= 16) {
-    walk_short_tile<HD>(p, {q_begin, m0, valid_rows, group, kv_head, before, last_h, ctx, num_kv_tiles, sk0, sv0}, kv,
-                        sq, smem);
-    return;
-  }
-  walk_full_tile<HD>(p, {q_begin, m0, valid_rows, group, kv_head, before, last_h, ctx, num_kv_tiles, sk0, sv0}, kv, sq,
-                     smem);
+  walk_short_tile<HD>(p, t, kv, smem);
 }
 
 template <int HD>
@@ -338,16 +390,16 @@ void launch(const FlashParams& p, cudaStream_t stream) {
   const int64_t tiles = (static_cast<int64_t>(p.num_tokens) * group + kBM - 1) / kBM + p.num_reqs;
   if (tiles == 0) return;  // an empty step (a shape, so the same decision eager and captured)
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(p.num_kv_heads));
-  fg::cuda::launch_with_pdl(flash_attention_kernel<HD>, grid, dim3(kFlashThreads), flash_smem_bytes<HD>(), stream, p);
+  fg::cuda::launch_with_pdl(flash_attention_kernel<HD>, grid, dim3(kFlashThreads), flash_smem_bytes(HD), stream, p);
 }
 
 }  // namespace
 
 void flash_attention_prepare() {
   FG_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     flash_smem_bytes<64>()));
+                                     flash_smem_bytes(64)));
   FG_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     flash_smem_bytes<128>()));
+                                     flash_smem_bytes(128)));
 }
 
 void launch_flash_attention(const FlashParams& params, cudaStream_t stream) {

@@ -10,10 +10,20 @@
 namespace fg::attn {
 
 // Tile shape of the flash kernel, shared with the host for grid sizing and describe().
-constexpr int kFlashTileM = 64;   // packed query rows (token, head of the GQA group) per CTA
-constexpr int kFlashTileN = 64;   // KV positions per pipeline stage
-constexpr int kFlashThreads = 128;  // 4 warps, 16 query rows each
-constexpr int kFlashStages = 3;    // KV tiles in the cp.async pipeline (2 CTAs of 112 KB per SM at hd 128)
+constexpr int kFlashTileM = 128;    // packed query rows (token, head of the GQA group) per CTA
+constexpr int kFlashTileN = 64;     // KV positions per pipeline stage
+constexpr int kFlashThreads = 128;  // 4 warps, 32 query rows each
+constexpr int kFlashStages = 2;     // KV tiles in the 128-row walk's cp.async ring
+constexpr int kFlashShortRows = 16;   // a tile of at most this many rows walks on four warps in slices
+constexpr int kFlashShortStages = 3;  // KV tiles in that walk's ring (paged_kv_walk.h's kKvRingStages)
+
+// Dynamic shared memory of the kernel at head_dim hd: the larger of the two walks' Q tile + ring
+// (hd 128: 100 KiB for the short walk, 96 KiB for the 128-row one; two CTAs per SM).
+constexpr int flash_smem_bytes(int hd) {
+  const int wide = (kFlashTileM + 2 * kFlashStages * kFlashTileN) * hd * 2;
+  const int short_walk = (kFlashShortRows + 2 * kFlashShortStages * kFlashTileN) * hd * 2;
+  return wide > short_walk ? wide : short_walk;
+}
 
 struct FlashParams {
   const void* q;          // BF16 [num_tokens, num_heads * head_dim]
@@ -35,7 +45,7 @@ struct FlashParams {
 // construction, never inside a capture). Raises fg::Error on a CUDA failure.
 void flash_attention_prepare();
 
-// Enqueues the kernel on `stream`; the grid is (ceil(num_tokens * G / 64) + num_reqs, num_kv_heads),
+// Enqueues the kernel on `stream`; the grid is (ceil(num_tokens * G / 128) + num_reqs, num_kv_heads),
 // a function of the shapes only. Checks the launch (cudaGetLastError) and raises fg::Error.
 void launch_flash_attention(const FlashParams& params, cudaStream_t stream);
 

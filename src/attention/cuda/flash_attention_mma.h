@@ -73,16 +73,29 @@ __device__ __forceinline__ uint32_t swizzle(int row, int chunk) {
   return static_cast<uint32_t>(row * (HD * 2) + ((chunk ^ (row & 7)) << 4));
 }
 
-// One online-softmax step over a warp's scores of one KV tile. s holds scaled scores in the log2
-// domain (score * scale * log2 e), masked entries -inf; rows g (entries 0, 1) and g + 8 (2, 3).
-// On return s holds p = 2^(s - m_new), m the running maxima, l the running per-thread partial sums
+// 2^x on the special-function unit alone (ex2.approx.ftz). exp2f adds a range test and two
+// multiplies per call so that results below 2^-126 come out subnormal rather than zero; a softmax
+// weight that small is 2^-126 of the row's largest (which is 1), far below fp32's resolution of
+// the row's sum, so flushing it changes no stored value. The softmax's inner loop is issue-bound
+// beside the tensor cores, and those three instructions per score were a sixth of it.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// One online-softmax step over a warp's scores of one KV tile. s holds raw scores (Q K^T), masked
+// entries -inf; rows g (entries 0, 1) and g + 8 (2, 3). The scale (softmax scale * log2 e) is
+// folded into the exponent: the running maxima m are kept in the log2 domain (max(s) * scale is
+// the largest scaled score, rounding being monotonic) and p = 2^(s * scale - m_new) is one FMA and
+// one ex2. On return s holds p, m the running maxima, l the running per-thread partial sums
 // (reduced across the quad only at the end), and alpha the factor the caller applies to its O
 // accumulators. A row with no visible key so far keeps m = -inf and uses 0 as its reference, so
 // no (-inf) - (-inf) NaN appears.
 template <int NS>
-__device__ __forceinline__ void online_softmax_step(float (&s)[NS][4], float (&m)[2], float (&l)[2],
+__device__ __forceinline__ void online_softmax_step(float (&s)[NS][4], float scale_log2, float (&m)[2], float (&l)[2],
                                                     float (&alpha)[2]) {
-  float mx[2] = {m[0], m[1]};
+  float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int n = 0; n < NS; ++n) {
     mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
@@ -93,17 +106,18 @@ __device__ __forceinline__ void online_softmax_step(float (&s)[NS][4], float (&m
   for (int r = 0; r < 2; ++r) {
     mx[r] = fmaxf(mx[r], __shfl_xor_sync(kFullMask, mx[r], 1));
     mx[r] = fmaxf(mx[r], __shfl_xor_sync(kFullMask, mx[r], 2));
-    base[r] = mx[r] == -INFINITY ? 0.0f : mx[r];
-    alpha[r] = exp2f(m[r] - base[r]);
-    m[r] = mx[r];
+    const float m_new = fmaxf(m[r], mx[r] * scale_log2);
+    base[r] = m_new == -INFINITY ? 0.0f : m_new;
+    alpha[r] = fast_exp2(m[r] - base[r]);
+    m[r] = m_new;
   }
   float sum[2] = {0.0f, 0.0f};
 #pragma unroll
   for (int n = 0; n < NS; ++n) {
-    s[n][0] = exp2f(s[n][0] - base[0]);
-    s[n][1] = exp2f(s[n][1] - base[0]);
-    s[n][2] = exp2f(s[n][2] - base[1]);
-    s[n][3] = exp2f(s[n][3] - base[1]);
+    s[n][0] = fast_exp2(fmaf(s[n][0], scale_log2, -base[0]));
+    s[n][1] = fast_exp2(fmaf(s[n][1], scale_log2, -base[0]));
+    s[n][2] = fast_exp2(fmaf(s[n][2], scale_log2, -base[1]));
+    s[n][3] = fast_exp2(fmaf(s[n][3], scale_log2, -base[1]));
     sum[0] += s[n][0] + s[n][1];
     sum[1] += s[n][2] + s[n][3];
   }
@@ -165,6 +179,78 @@ __device__ __forceinline__ void pv_accumulate(float (&o)[HD / 8][4], const float
   }
 }
 
+// The flash kernel's 128-row walk gives each warp MT m-tiles of 16 query rows and loads each K or
+// V fragment once for all of them: at MT = 2, half the shared-memory bytes per mma of the one-m-tile
+// steps above (FlashAttention-2's 128 x 64 tile on four warps). Shared memory feeds the tensor
+// cores, so those bytes bound the prefill's rate.
+//
+// s[mt][2j + e] (8 KV columns each) = Q K^T for m-tile mt (query rows q_row0 + 16 mt of the tile
+// at sq) and the NS * 8 KV rows of the tile at sk. Q's A fragments come from registers
+// (kQInRegs: qa[mt][ks], loaded once per walk) or from the Q tile at each k-step (hd 128, where
+// 2 x 32 registers of Q would not fit beside O and S; qa is then unused).
+template <int HD, int NS, int MT, bool kQInRegs>
+__device__ __forceinline__ void qk_scores_mt(float (&s)[MT][NS][4], const uint32_t (&qa)[MT][kQInRegs ? HD / 16 : 1][4],
+                                             uint32_t sq, int q_row0, uint32_t sk, int lane) {
+  static_assert(NS % 2 == 0, "n-tiles come in pairs");
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int n = 0; n < NS; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.0f;
+  const int i = lane >> 3;
+#pragma unroll
+  for (int ks = 0; ks < HD / 16; ++ks) {
+    uint32_t a[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      if constexpr (kQInRegs) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) a[mt][r] = qa[mt][ks][r];
+      } else {
+        ldmatrix_x4(a[mt], sq + swizzle<HD>(q_row0 + mt * 16 + (i & 1) * 8 + (lane & 7), ks * 2 + (i >> 1)));
+      }
+    }
+#pragma unroll
+    for (int np = 0; np < NS / 2; ++np) {
+      uint32_t b[4];
+      ldmatrix_x4(b, sk + swizzle<HD>(np * 16 + (i >> 1) * 8 + (lane & 7), ks * 2 + (i & 1)));
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        mma_bf16(s[mt][2 * np], a[mt], b[0], b[1]);
+        mma_bf16(s[mt][2 * np + 1], a[mt], b[2], b[3]);
+      }
+    }
+  }
+}
+
+// o[mt] += P[mt] V for the NS * 8 KV rows of the tile at sv, each V fragment loaded once for the
+// MT m-tiles (p = the s array after each m-tile's online_softmax_step).
+template <int HD, int NS, int MT>
+__device__ __forceinline__ void pv_accumulate_mt(float (&o)[MT][HD / 8][4], const float (&p)[MT][NS][4], uint32_t sv,
+                                                 int lane) {
+  const int i = lane >> 3;
+#pragma unroll
+  for (int kk = 0; kk < NS / 2; ++kk) {
+    uint32_t pa[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      pa[mt][0] = pack_bf16(p[mt][2 * kk][0], p[mt][2 * kk][1]);
+      pa[mt][1] = pack_bf16(p[mt][2 * kk][2], p[mt][2 * kk][3]);
+      pa[mt][2] = pack_bf16(p[mt][2 * kk + 1][0], p[mt][2 * kk + 1][1]);
+      pa[mt][3] = pack_bf16(p[mt][2 * kk + 1][2], p[mt][2 * kk + 1][3]);
+    }
+#pragma unroll
+    for (int dp = 0; dp < HD / 16; ++dp) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, sv + swizzle<HD>(kk * 16 + (i & 1) * 8 + (lane & 7), dp * 2 + (i >> 1)));
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        mma_bf16(o[mt][2 * dp], pa[mt], b[0], b[1]);
+        mma_bf16(o[mt][2 * dp + 1], pa[mt], b[2], b[3]);
+      }
+    }
+  }
+}
+
 // O's rows g (accumulators 0, 1) and g + 8 (2, 3) times the online softmax's alpha of each.
 template <int HD>
 __device__ __forceinline__ void rescale_rows(float (&o)[HD / 8][4], const float (&alpha)[2]) {
@@ -179,8 +265,8 @@ __device__ __forceinline__ void rescale_rows(float (&o)[HD / 8][4], const float 
 
 // One KV tile, or a warp's slice of it, for a warp's 16 query rows: S = Q K^T over the NS * 8 KV
 // rows starting at tile_row0 of the tiles at sk / sv (context positions from col0), masked to -inf
-// where the position reaches the row's horizon or col_end, else scaled into the log2 domain; then
-// one online-softmax step, O rescaled, and O += P V.
+// where the position reaches the row's horizon or col_end; then one online-softmax step, O
+// rescaled, and O += P V.
 template <int HD, int NS>
 __device__ __forceinline__ void attend_tile(float (&o)[HD / 8][4], float (&m)[2], float (&l)[2],
                                             const uint32_t (&qa)[HD / 16][4], uint32_t sk, uint32_t sv, int tile_row0,
@@ -194,11 +280,11 @@ __device__ __forceinline__ void attend_tile(float (&o)[HD / 8][4], float (&m)[2]
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int col = col0 + n * 8 + 2 * tq + (e & 1);
-      s[n][e] = (col >= horizon[e >> 1] || col >= col_end) ? -INFINITY : s[n][e] * scale_log2;
+      if (col >= horizon[e >> 1] || col >= col_end) s[n][e] = -INFINITY;
     }
   }
   float alpha[2];
-  online_softmax_step<NS>(s, m, l, alpha);
+  online_softmax_step<NS>(s, scale_log2, m, l, alpha);
   rescale_rows<HD>(o, alpha);
   pv_accumulate<HD, NS>(o, s, sv, tile_row0, lane);
 }

@@ -1,7 +1,7 @@
 // attention/cuda/paged_kv_walk.h — how the `flash` and `split_kv` kernels walk a request's paged
-// KV: the tile loader over block_table, the 3-stage cp.async ring and its start around the PDL
-// wait (what may be read before it: kReadsBeforePdlWait), the four-warp walk of 16 query rows in
-// 16-position slices, and the warps' merge at its end. Built on flash_attention_mma.h; included
+// KV: the tile loader over block_table, the cp.async ring and its start around the PDL wait (what
+// may be read before it: kReadsBeforePdlWait), the four-warp walk of 16 query rows in 16-position
+// slices, and the warps' merge at its end. Built on flash_attention_mma.h; included
 // only by .cu files.
 #pragma once
 
@@ -9,8 +9,9 @@
 
 namespace fg::attn {
 
-// Stages of the KV ring of both kernels: two tiles in flight while a third is computed on. The
-// ring's cp.async wait counts (walk_in_slices, the flash kernel's 64-row walk) are written for it.
+// Stages of the KV ring of split_kv and of the flash kernel's short walk: two tiles in flight while
+// a third is computed on. walk_in_slices' cp.async wait counts are written for it. (The flash
+// kernel's 128-row walk rings two stages, so that two of its CTAs fit an SM.)
 constexpr int kKvRingStages = 3;
 
 // Loads 64-position (BN) tiles of one KV head from the paged cache into shared memory with
@@ -93,18 +94,18 @@ struct PagedKvLoader {
   }
 };
 
-// The start of the KV ring under PDL (pdl.cuh), in two halves around the kernel's wait for
-// the kernel before it (RoPE and the cache write), which writes the step's own rows, positions
-// [before, kv_end). Before the wait: the first kKvRingStages - 1 tiles from kv_begin (of num_tiles)
-// without those rows, one cp.async group each. After the wait and the caller's copies of Q: the
-// step's rows of those tiles, in one group with Q, and the block ids of the next tile. The walk's waits then count
-// these groups (walk_in_slices).
-template <int HD, int BN, int NT>
+// The start of a KV ring of S stages under PDL (pdl.cuh), in two halves around the kernel's wait
+// for the kernel before it (RoPE and the cache write), which writes the step's own rows, positions
+// [before, kv_end). Before the wait: the first S - 1 tiles from kv_begin (of num_tiles) without
+// those rows, one cp.async group each. After the wait and the caller's copies of Q: the step's
+// rows of those tiles, in one group with Q, and the block ids of the next tile. The walks' waits
+// then count these groups (walk_in_slices; the flash kernel's 128-row walk, a 2-stage ring).
+template <int S = kKvRingStages, int HD, int BN, int NT>
 __device__ __forceinline__ void start_ring_before_wait(PagedKvLoader<HD, BN, NT>& kv, int kv_begin, int kv_end,
                                                        int num_tiles, int before, uint32_t sk0, uint32_t sv0) {
   constexpr uint32_t kStageBytes = BN * HD * 2;
 #pragma unroll
-  for (int st = 0; st < kKvRingStages - 1; ++st) {
+  for (int st = 0; st < S - 1; ++st) {
     if (st < num_tiles) {
       kv.fetch_blocks(kv_begin + st * BN, kv_end);
       kv.issue_part(kv_begin + st * BN, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, false);
@@ -112,12 +113,12 @@ __device__ __forceinline__ void start_ring_before_wait(PagedKvLoader<HD, BN, NT>
     cp_async_commit();
   }
 }
-template <int HD, int BN, int NT>
+template <int S = kKvRingStages, int HD, int BN, int NT>
 __device__ __forceinline__ void finish_ring_start(PagedKvLoader<HD, BN, NT>& kv, int kv_begin, int kv_end,
                                                   int num_tiles, int before, uint32_t sk0, uint32_t sv0) {
   constexpr uint32_t kStageBytes = BN * HD * 2;
 #pragma unroll
-  for (int st = 0; st < kKvRingStages - 1; ++st) {
+  for (int st = 0; st < S - 1; ++st) {
     const int tile_base = kv_begin + st * BN;
     if (st < num_tiles && kv.has_written_rows(tile_base, kv_end, before)) {
       kv.fetch_blocks(tile_base, kv_end);
@@ -125,7 +126,7 @@ __device__ __forceinline__ void finish_ring_start(PagedKvLoader<HD, BN, NT>& kv,
     }
   }
   cp_async_commit();
-  if (kKvRingStages - 1 < num_tiles) kv.fetch_blocks(kv_begin + (kKvRingStages - 1) * BN, kv_end);
+  if (S - 1 < num_tiles) kv.fetch_blocks(kv_begin + (S - 1) * BN, kv_end);
 }
 
 // The walk of 16 packed query rows on four warps, each taking a 16-position slice of every 64-
