@@ -44,8 +44,15 @@ void add_bench_attention_command(CLI::App& app) {
       "attention", "Paged decode attention GB/s and prefill TFLOP/s of the GPU attention backends on GPU 0");
   auto json = std::make_shared<std::string>("bench_attention.json");
   cmd->add_option("--json", *json, "Write the numbers to this JSON file (empty: don't)")->capture_default_str();
-  cmd->callback([json] {
-    if (const int rc = fg::run_attention_benchmarks(*json); rc != 0) throw CLI::RuntimeError(rc);
+  auto kinds = std::make_shared<std::vector<std::string>>(std::vector<std::string>{"decode", "prefill"});
+  cmd->add_option("--kinds", *kinds, "Cases to measure: decode, prefill (comma-separated)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"decode", "prefill"}))
+      ->capture_default_str();
+  cmd->callback([json, kinds] {
+    fg::AttentionBenchKinds chosen{false, false};
+    for (const std::string& k : *kinds) (k == "decode" ? chosen.decode : chosen.prefill) = true;
+    if (const int rc = fg::run_attention_benchmarks(*json, chosen); rc != 0) throw CLI::RuntimeError(rc);
   });
 }
 

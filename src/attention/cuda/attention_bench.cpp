@@ -137,7 +137,7 @@ void print_row(const Result& r) {
 
 }  // namespace
 
-int run_attention_benchmarks(const std::string& json_out) {
+int run_attention_benchmarks(const std::string& json_out, AttentionBenchKinds kinds) {
   cudaDeviceProp prop{};
   FG_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   const std::vector<int> batches = {1, 8, 64};
@@ -172,6 +172,7 @@ int run_attention_benchmarks(const std::string& json_out) {
              "TFLOP/s");
 
   for (const char* name : {"split_kv", "flash"}) {
+    if (!kinds.decode) break;
     auto backend = make_attention_backend(name, limits(64, 64, 32768));
     report["describe"][name] = backend->describe();
     for (int batch : batches)
@@ -188,7 +189,7 @@ int run_attention_benchmarks(const std::string& json_out) {
         results.push_back(r);
       }
   }
-  {
+  if (kinds.prefill) {
     auto flash = make_attention_backend("flash", limits(kPrefillTokens, 64, 8192));
     for (int seq : prefill_lens) {
       const int batch = std::max(1, kPrefillTokens / seq);

@@ -12,10 +12,16 @@
 
 namespace fg {
 
-// Runs every case, prints a table and, when json_out is not empty, writes the numbers there.
+// Which cases run_attention_benchmarks measures.
+struct AttentionBenchKinds {
+  bool decode = true;   // split_kv and flash decode, batch 1 / 8 / 64, contexts 512 .. 32k
+  bool prefill = true;  // flash causal prefill, 512 .. 8192 tokens
+};
+
+// Runs the chosen cases, prints a table and, when json_out is not empty, writes the numbers there.
 // `fullgraph bench attention` calls it (cli/main.cpp).
 // Returns 0 on success (errors raise fg::Error). Needs a GPU with ~10 GiB free.
-int run_attention_benchmarks(const std::string& json_out);
+int run_attention_benchmarks(const std::string& json_out, AttentionBenchKinds kinds = {});
 
 namespace attn {
 // Fills n bf16 values at p with deterministic pseudo-random values, uniform in [-scale, scale)
