@@ -64,10 +64,11 @@ class FlashAttentionBackend final : public AttentionBackend {
     return fmt::format(
         "flash: paged varlen causal, mma.sync m16n8k16 bf16->fp32, tile {} packed rows (GQA group of {} in M) x "
         "{} KV positions, {} warps of {} rows, {}-stage cp.async (tiles of <= {} rows: four warps on slices of "
-        "each KV tile, {} stages), {} KiB smem/CTA (hd {}); grid (ceil(n*G/{}) + num_reqs, {}) from shapes; tiles "
-        "ranked on a per-CTA prefix sum of query_start_loc; no workspace",
-        attn::kFlashTileM, limits_.num_heads / limits_.num_kv_heads, attn::kFlashTileN, attn::kFlashThreads / 32,
-        attn::kFlashTileM / (attn::kFlashThreads / 32), attn::kFlashStages, attn::kFlashShortRows,
+        "{}-position KV tiles, {} stages), {} KiB smem/CTA (hd {}); grid (ceil(n*G/{}) + num_reqs, {}) from "
+        "shapes; tiles ranked on a per-CTA prefix sum of query_start_loc; no workspace",
+        attn::kFlashTileM, limits_.num_heads / limits_.num_kv_heads,
+        attn::flash_wide_tile_n(static_cast<int>(limits_.head_dim)), attn::kFlashThreads / 32,
+        attn::kFlashTileM / (attn::kFlashThreads / 32), attn::kFlashStages, attn::kFlashShortRows, attn::kFlashTileN,
         attn::kFlashShortStages, smem / 1024, limits_.head_dim, attn::kFlashTileM, limits_.num_kv_heads);
   }
 

@@ -20,8 +20,8 @@
 //
 // Per CTA: 4 warps. A tile of more than 16 rows (a prefill chunk's) gives each warp 32 packed
 // query rows, two m16 tiles that share every K and V fragment it loads from shared memory
-// (FlashAttention-2's 128 x 64 tile); its KV tiles of 64 positions come through a 2-stage
-// cp.async ring, so that two CTAs fit an SM at hd 128. A tile of at most 16 rows (a decode's G
+// (FlashAttention-2's 128 x 64 tile); its KV tiles (64 positions, 32 at hd 128) come through a
+// 2-stage cp.async ring. A tile of at most 16 rows (a decode's G
 // heads, a chunk's last rows) would leave three warps idle: there all four take the same rows,
 // each a 16-position slice of every KV tile, through a 3-stage ring, and merge at the end. The
 // first KV tiles are requested before the PDL wait; S = Q K^T and O += P V run per warp; the online
@@ -52,8 +52,12 @@ static_assert(kShortRows == 16, "walk_in_slices walks 16 rows");
 static_assert(slice_state_bytes<128, kWarps>() <= 2 * kShortStages * kBN * 128 * 2 &&
                   slice_state_bytes<64, kWarps>() <= 2 * kShortStages * kBN * 64 * 2,
               "the warps' merge fits the KV area");
-// Shared memory, bf16 and swizzled. The 128-row walk: Q [128][HD], K [2][64][HD], V [2][64][HD].
-// The short walk: Q [16][HD], K [3][64][HD], V [3][64][HD].
+template <int HD>
+constexpr int wide_tile_n() {
+  return flash_wide_tile_n(HD);
+}
+// Shared memory, bf16 and swizzled. The 128-row walk: Q [128][HD], K [2][wide_tile_n][HD], V
+// likewise. The short walk: Q [16][HD], K [3][64][HD], V [3][64][HD].
 
 // Tile count of a request with `num_query` tokens. No clamp: C++ division truncates, so a negative
 // num_query (a decreasing query_start_loc) gives a count <= 0 and the prefix sum goes down.
@@ -114,7 +118,10 @@ __device__ bool locate_tile(const int* __restrict__ qsl, int num_reqs, int group
 struct TileWalk {
   int req;                                      // request index
   int q_begin, m0, valid_rows, group, kv_head;  // packed row m: token q_begin + m / group, head kv_head * group + m % group
-  int before, last_h, ctx, num_kv_tiles;        // positions before the step's chunk; the last row's horizon
+  int before, last_h, ctx;                      // positions before the step's chunk; the last row's horizon
+
+  // KV tiles of bn positions up to the last row's horizon.
+  __device__ __forceinline__ int kv_tiles(int bn) const { return last_h > 0 ? (last_h + bn - 1) / bn : 0; }
 };
 
 // Copies the tile's packed rows [m0, m0 + ROWS) of Q into the swizzled tile at sq (cp.async, in
@@ -141,14 +148,14 @@ __device__ __forceinline__ void copy_q_rows(const FlashParams& p, const TileWalk
 // Starts a walk's KV ring of S stages around the PDL wait for the kernel before (RoPE and the
 // cache write: Q and the step's own KV rows): the earlier rows of the first tiles before it, Q's
 // first ROWS packed rows and the step's rows after it (paged_kv_walk.h).
-template <int S, int ROWS, int HD>
+template <int S, int ROWS, int HD, int BN>
 __device__ __forceinline__ void start_walk(const FlashParams& p, const TileWalk& t,
-                                           PagedKvLoader<HD, kBN, kFlashThreads>& kv, uint32_t sq, uint32_t sk0,
+                                           PagedKvLoader<HD, BN, kFlashThreads>& kv, uint32_t sq, uint32_t sk0,
                                            uint32_t sv0) {
-  start_ring_before_wait<S>(kv, 0, t.ctx, t.num_kv_tiles, t.before, sk0, sv0);
+  start_ring_before_wait<S>(kv, 0, t.ctx, t.kv_tiles(BN), t.before, sk0, sv0);
   fg::cuda::wait_for_prerequisite_grids();
   copy_q_rows<HD, ROWS>(p, t, sq);
-  finish_ring_start<S>(kv, 0, t.ctx, t.num_kv_tiles, t.before, sk0, sv0);
+  finish_ring_start<S>(kv, 0, t.ctx, t.kv_tiles(BN), t.before, sk0, sv0);
 }
 
 // A tile of at most 16 packed rows (a decode's G heads, a chunk's last rows), which would leave
@@ -172,7 +179,7 @@ __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const Tile
     horizon[r] = row < t.valid_rows ? t.before + (t.m0 + row) / t.group + 1 : t.last_h;  // padding rows: unstored
   }
   float o[HD / 8][4], m_run[2], l_run[2];
-  walk_in_slices<HD, kFlashThreads>(kv, sq, sk0, sv0, 0, t.ctx, t.num_kv_tiles, t.last_h, horizon, p.scale_log2, o,
+  walk_in_slices<HD, kFlashThreads>(kv, sq, sk0, sv0, 0, t.ctx, t.kv_tiles(kBN), t.last_h, horizon, p.scale_log2, o,
                                     m_run, l_run);
 
   float* state = reinterpret_cast<float*>(smem + kShortRows * HD * 2);
@@ -195,8 +202,8 @@ __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const Tile
 
 // A tile of more than 16 packed rows (a prefill's): warp w walks rows [32 w, 32 w + 32) as two m16
 // tiles over every KV tile, through a 2-stage ring; O is staged in the Q tile and written as bf16.
-// Q's fragments stay in registers at hd 64 and are re-read from the Q tile at hd 128 (O and S of
-// 32 rows take 192 registers there). Against the 64-row tile of 16 rows per warp, at hd 128 and
+// Q's fragments stay in registers at hd 64 and are re-read from the Q tile at hd 128 (O of 32 rows
+// alone takes 128 registers there, and Q would take 64 more). Against the 64-row tile of 16 rows per warp, at hd 128 and
 // 512-8192 tokens (bench/RESULTS.md, 2026-12-01 session 11): 3-7% faster as such, 14-17% with the
 // softmax's ex2.ftz, folded scale, branch-only mask and skipped rescale.
 //
@@ -208,20 +215,21 @@ __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const Tile
 template <int HD>
 __device__ __noinline__ void walk_wide_tile(const FlashParams p, const TileWalk t, unsigned char* smem) {
   constexpr int kChunks = HD / 8;  // 16-byte chunks per row
-  constexpr uint32_t kStageBytes = kBN * HD * 2;
-  constexpr int kS = kBN / 8;  // 8-column score tiles per m-tile and KV tile
+  constexpr int kWN = wide_tile_n<HD>();
+  constexpr uint32_t kStageBytes = kWN * HD * 2;
+  constexpr int kS = kWN / 8;  // 8-column score tiles per m-tile and KV tile
   constexpr int kMT = kWarpMTiles;
   constexpr bool kQInRegs = HD <= 64;
   const uint32_t sq = smem_addr(smem);
   const uint32_t sk0 = sq + kBM * HD * 2;
   const uint32_t sv0 = sk0 + kWideStages * kStageBytes;
-  PagedKvLoader<HD, kBN, kFlashThreads> kv;
+  PagedKvLoader<HD, kWN, kFlashThreads> kv;
   kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), t.kv_head,
           p.num_kv_heads, p.block_table + static_cast<int64_t>(t.req) * p.max_blocks, p.block_size, p.block_magic);
   start_walk<kWideStages, kBM>(p, t, kv, sq, sk0, sv0);
 
   const int q_begin = t.q_begin, m0 = t.m0, valid_rows = t.valid_rows, group = t.group, kv_head = t.kv_head;
-  const int before = t.before, last_h = t.last_h, ctx = t.ctx, num_kv_tiles = t.num_kv_tiles;
+  const int before = t.before, last_h = t.last_h, ctx = t.ctx, num_kv_tiles = t.kv_tiles(kWN);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
   const int warp_row0 = warp * kWarpRows;
   const bool warp_active = warp_row0 < valid_rows;
@@ -253,9 +261,9 @@ __device__ __noinline__ void walk_wide_tile(const FlashParams p, const TileWalk 
     const int stage = j % kWideStages;
     const int next = j + 1;  // its stage was last read in iteration j - 1 (ended by a barrier)
     if (next < num_kv_tiles)
-      kv.issue(next * kBN, ctx, sk0 + (next % kWideStages) * kStageBytes, sv0 + (next % kWideStages) * kStageBytes);
+      kv.issue(next * kWN, ctx, sk0 + (next % kWideStages) * kStageBytes, sv0 + (next % kWideStages) * kStageBytes);
     cp_async_commit();
-    if (next + 1 < num_kv_tiles) kv.fetch_blocks((next + 1) * kBN, ctx);
+    if (next + 1 < num_kv_tiles) kv.fetch_blocks((next + 1) * kWN, ctx);
     // This thread's copies of tile j have landed, and at j = 0 those of Q and the step's rows (the
     // group before): only the group just issued may be pending. Then everyone's.
     cp_async_wait<1>();
@@ -266,14 +274,14 @@ __device__ __noinline__ void walk_wide_tile(const FlashParams p, const TileWalk 
         for (int mt = 0; mt < kMT; ++mt) load_q_fragments<HD>(qa[mt], sq, warp_row0 + mt * 16, lane);
       }
     }
-    const int kv_base = j * kBN;
+    const int kv_base = j * kWN;
     // A tile entirely past the warp's last horizon is fully masked for all its rows: skipping it
     // is exactly a no-op (alpha = 1, p = 0), so the result does not depend on the skip.
     if (warp_active && kv_base < warp_last_h) {
       float s[kMT][kS][4];
       qk_scores_mt<HD, kS, kMT, kQInRegs>(s, qa, sq, warp_row0, sk0 + stage * kStageBytes, lane);
       // Only the tiles that reach past the warp's first horizon (the diagonal's) need the mask.
-      if (kv_base + kBN > warp_first_h) {
+      if (kv_base + kWN > warp_first_h) {
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -371,8 +379,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
   const int before = ctx - num_query;  // context positions before this step's chunk
   // Packed row m is token m / group of the chunk and sees positions [0, before + m / group].
   const int last_h = before + (m0 + valid_rows - 1) / group + 1;
-  const int num_kv_tiles = last_h > 0 ? (last_h + kBN - 1) / kBN : 0;
-  const TileWalk t{req, q_begin, m0, valid_rows, group, kv_head, before, last_h, ctx, num_kv_tiles};
+  const TileWalk t{req, q_begin, m0, valid_rows, group, kv_head, before, last_h, ctx};
 
   if (valid_rows > kShortRows) {
     walk_wide_tile<HD>(p, t, smem);

@@ -11,16 +11,22 @@ namespace fg::attn {
 
 // Tile shape of the flash kernel, shared with the host for grid sizing and describe().
 constexpr int kFlashTileM = 128;    // packed query rows (token, head of the GQA group) per CTA
-constexpr int kFlashTileN = 64;     // KV positions per pipeline stage
+constexpr int kFlashTileN = 64;     // KV positions per pipeline stage (the 128-row walk: flash_wide_tile_n)
 constexpr int kFlashThreads = 128;  // 4 warps, 32 query rows each
 constexpr int kFlashStages = 2;     // KV tiles in the 128-row walk's cp.async ring
 constexpr int kFlashShortRows = 16;   // a tile of at most this many rows walks on four warps in slices
 constexpr int kFlashShortStages = 3;  // KV tiles in that walk's ring (paged_kv_walk.h's kKvRingStages)
 
+// KV positions per tile of the 128-row walk. At hd 128, 32: S of 32 rows x 64 positions (64
+// registers beside O's 128) left ptxas no room to request the next fragments early, and it spilled;
+// with 32-position tiles the prefill ran 3-10% faster at 512-1024 tokens and level at 2k-8k
+// (bench/RESULTS.md, 2026-12-01 session 11).
+constexpr int flash_wide_tile_n(int hd) { return hd > 64 ? 32 : kFlashTileN; }
+
 // Dynamic shared memory of the kernel at head_dim hd: the larger of the two walks' Q tile + ring
-// (hd 128: 100 KiB for the short walk, 96 KiB for the 128-row one; two CTAs per SM).
+// (hd 128: 100 KiB for the short walk, 64 KiB for the 128-row one; two CTAs per SM).
 constexpr int flash_smem_bytes(int hd) {
-  const int wide = (kFlashTileM + 2 * kFlashStages * kFlashTileN) * hd * 2;
+  const int wide = (kFlashTileM + 2 * kFlashStages * flash_wide_tile_n(hd)) * hd * 2;
   const int short_walk = (kFlashShortRows + 2 * kFlashShortStages * kFlashTileN) * hd * 2;
   return wide > short_walk ? wide : short_walk;
 }

@@ -197,9 +197,11 @@ __device__ __forceinline__ void qk_scores_mt(float (&s)[MT][NS][4], const uint32
 #pragma unroll
     for (int n = 0; n < NS; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.0f;
   const int i = lane >> 3;
+  // Each k-step's fragments are all requested before its first mma, so that the mma wait for one
+  // ldmatrix latency per k-step rather than one per n-tile pair.
 #pragma unroll
   for (int ks = 0; ks < HD / 16; ++ks) {
-    uint32_t a[MT][4];
+    uint32_t a[MT][4], b[NS / 2][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       if constexpr (kQInRegs) {
@@ -210,15 +212,15 @@ __device__ __forceinline__ void qk_scores_mt(float (&s)[MT][NS][4], const uint32
       }
     }
 #pragma unroll
-    for (int np = 0; np < NS / 2; ++np) {
-      uint32_t b[4];
-      ldmatrix_x4(b, sk + swizzle<HD>(np * 16 + (i >> 1) * 8 + (lane & 7), ks * 2 + (i & 1)));
+    for (int np = 0; np < NS / 2; ++np)
+      ldmatrix_x4(b[np], sk + swizzle<HD>(np * 16 + (i >> 1) * 8 + (lane & 7), ks * 2 + (i & 1)));
+#pragma unroll
+    for (int np = 0; np < NS / 2; ++np)
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        mma_bf16(s[mt][2 * np], a[mt], b[0], b[1]);
-        mma_bf16(s[mt][2 * np + 1], a[mt], b[2], b[3]);
+        mma_bf16(s[mt][2 * np], a[mt], b[np][0], b[np][1]);
+        mma_bf16(s[mt][2 * np + 1], a[mt], b[np][2], b[np][3]);
       }
-    }
   }
 }
 
@@ -228,26 +230,31 @@ template <int HD, int NS, int MT>
 __device__ __forceinline__ void pv_accumulate_mt(float (&o)[MT][HD / 8][4], const float (&p)[MT][NS][4], uint32_t sv,
                                                  int lane) {
   const int i = lane >> 3;
+  // P as bf16 A fragments first (the fp32 scores are then dead, which frees the registers for V's
+  // fragments), and each KV k-step's V fragments all requested before its first mma.
+  uint32_t pa[NS / 2][MT][4];
 #pragma unroll
-  for (int kk = 0; kk < NS / 2; ++kk) {
-    uint32_t pa[MT][4];
+  for (int kk = 0; kk < NS / 2; ++kk)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
-      pa[mt][0] = pack_bf16(p[mt][2 * kk][0], p[mt][2 * kk][1]);
-      pa[mt][1] = pack_bf16(p[mt][2 * kk][2], p[mt][2 * kk][3]);
-      pa[mt][2] = pack_bf16(p[mt][2 * kk + 1][0], p[mt][2 * kk + 1][1]);
-      pa[mt][3] = pack_bf16(p[mt][2 * kk + 1][2], p[mt][2 * kk + 1][3]);
+      pa[kk][mt][0] = pack_bf16(p[mt][2 * kk][0], p[mt][2 * kk][1]);
+      pa[kk][mt][1] = pack_bf16(p[mt][2 * kk][2], p[mt][2 * kk][3]);
+      pa[kk][mt][2] = pack_bf16(p[mt][2 * kk + 1][0], p[mt][2 * kk + 1][1]);
+      pa[kk][mt][3] = pack_bf16(p[mt][2 * kk + 1][2], p[mt][2 * kk + 1][3]);
     }
 #pragma unroll
-    for (int dp = 0; dp < HD / 16; ++dp) {
-      uint32_t b[4];
-      ldmatrix_x4_trans(b, sv + swizzle<HD>(kk * 16 + (i & 1) * 8 + (lane & 7), dp * 2 + (i >> 1)));
+  for (int kk = 0; kk < NS / 2; ++kk) {
+    uint32_t b[HD / 16][4];
+#pragma unroll
+    for (int dp = 0; dp < HD / 16; ++dp)
+      ldmatrix_x4_trans(b[dp], sv + swizzle<HD>(kk * 16 + (i & 1) * 8 + (lane & 7), dp * 2 + (i >> 1)));
+#pragma unroll
+    for (int dp = 0; dp < HD / 16; ++dp)
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        mma_bf16(o[mt][2 * dp], pa[mt], b[0], b[1]);
-        mma_bf16(o[mt][2 * dp + 1], pa[mt], b[2], b[3]);
+        mma_bf16(o[mt][2 * dp], pa[kk][mt], b[dp][0], b[dp][1]);
+        mma_bf16(o[mt][2 * dp + 1], pa[kk][mt], b[dp][2], b[dp][3]);
       }
-    }
   }
 }
 
