@@ -46,7 +46,9 @@ constexpr int kShortStages = kFlashShortStages;
 constexpr int kWarpRows = kBM / kWarps;  // the 128-row walk's rows per warp
 constexpr int kWarpMTiles = kWarpRows / 16;
 static_assert(kWarpMTiles * 16 * kWarps == kBM, "each warp owns whole m16 tiles");
-static_assert(kWideStages == 2, "the 128-row walk's cp.async wait count is written for two stages");
+// Two stages: a third (80 KiB at hd 128, still two CTAs per SM) ran the prefill 1.5-2.7% slower
+// (bench/RESULTS.md, 2026-12-01 session 11).
+static_assert(kWideStages >= 2, "the 128-row walk computes on one tile while the next ones land");
 static_assert(kShortStages == kKvRingStages, "the short walk is walk_in_slices, on paged_kv_walk.h's ring");
 static_assert(kShortRows == 16, "walk_in_slices walks 16 rows");
 static_assert(slice_state_bytes<128, kWarps>() <= 2 * kShortStages * kBN * 128 * 2 &&
@@ -259,14 +261,16 @@ __device__ __noinline__ void walk_wide_tile(const FlashParams p, const TileWalk 
 
   for (int j = 0; j < num_kv_tiles; ++j) {
     const int stage = j % kWideStages;
-    const int next = j + 1;  // its stage was last read in iteration j - 1 (ended by a barrier)
+    const int next = j + kWideStages - 1;  // its stage was last read in iteration j - 1 (ended by a barrier)
     if (next < num_kv_tiles)
       kv.issue(next * kWN, ctx, sk0 + (next % kWideStages) * kStageBytes, sv0 + (next % kWideStages) * kStageBytes);
     cp_async_commit();
     if (next + 1 < num_kv_tiles) kv.fetch_blocks((next + 1) * kWN, ctx);
-    // This thread's copies of tile j have landed, and at j = 0 those of Q and the step's rows (the
-    // group before): only the group just issued may be pending. Then everyone's.
-    cp_async_wait<1>();
+    // This thread's copies of tile j have landed: at j = 0 with those of Q and the step's rows (the
+    // group before this iteration's), later with the kWideStages - 1 tiles issued after it pending.
+    // Then everyone's.
+    if (j == 0) cp_async_wait<1>();
+    else cp_async_wait<kWideStages - 1>();
     __syncthreads();
     if constexpr (kQInRegs) {
       if (j == 0 && warp_active) {
