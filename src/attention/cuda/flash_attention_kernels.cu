@@ -20,7 +20,7 @@
 //
 // Per CTA: 4 warps. A tile of more than 16 rows (a prefill chunk's) gives each warp 32 packed
 // query rows, two m16 tiles that share every K and V fragment it loads from shared memory
-// (FlashAttention-2's 128 x 64 tile); its KV tiles (64 positions, 32 at hd 128) come through a
+// (FlashAttention-2's 128 x 64 tile); its KV tiles (64 positions, 48 at hd 128) come through a
 // 2-stage cp.async ring. A tile of at most 16 rows (a decode's G
 // heads, a chunk's last rows) would leave three warps idle: there all four take the same rows,
 // each a 16-position slice of every KV tile, through a 3-stage ring, and merge at the end. The

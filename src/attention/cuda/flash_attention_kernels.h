@@ -17,14 +17,16 @@ constexpr int kFlashStages = 2;     // KV tiles in the 128-row walk's cp.async r
 constexpr int kFlashShortRows = 16;   // a tile of at most this many rows walks on four warps in slices
 constexpr int kFlashShortStages = 3;  // KV tiles in that walk's ring (paged_kv_walk.h's kKvRingStages)
 
-// KV positions per tile of the 128-row walk. At hd 128, 32: S of 32 rows x 64 positions (64
+// KV positions per tile of the 128-row walk. At hd 128, 48: S of 32 rows x 64 positions (64
 // registers beside O's 128) left ptxas no room to request the next fragments early, and it spilled;
-// with 32-position tiles the prefill ran 3-10% faster at 512-1024 tokens and level at 2k-8k
-// (bench/RESULTS.md, 2026-12-01 session 11).
-constexpr int flash_wide_tile_n(int hd) { return hd > 64 ? 32 : kFlashTileN; }
+// 32 positions cost more instructions per mma (the tile's fixed work: barriers, copies, the
+// softmax's reductions). Measured at 512 / 1k / 2k / 4k / 8k tokens (bench/RESULTS.md, 2026-12-01
+// session 11, three interleaved reps): 48 against 32, +2 / -2 / -3 / -3 / -2%; against 64, -7 /
+// -4 / -2 / -1 / -2%.
+constexpr int flash_wide_tile_n(int hd) { return hd > 64 ? 48 : kFlashTileN; }
 
 // Dynamic shared memory of the kernel at head_dim hd: the larger of the two walks' Q tile + ring
-// (hd 128: 100 KiB for the short walk, 64 KiB for the 128-row one; two CTAs per SM).
+// (hd 128: 100 KiB for the short walk, 80 KiB for the 128-row one; two CTAs per SM).
 constexpr int flash_smem_bytes(int hd) {
   const int wide = (kFlashTileM + 2 * kFlashStages * flash_wide_tile_n(hd)) * hd * 2;
   const int short_walk = (kFlashShortRows + 2 * kFlashShortStages * kFlashTileN) * hd * 2;
