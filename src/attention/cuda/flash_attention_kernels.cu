@@ -54,12 +54,8 @@ static_assert(kShortRows == 16, "walk_in_slices walks 16 rows");
 static_assert(slice_state_bytes<128, kWarps>() <= 2 * kShortStages * kBN * 128 * 2 &&
                   slice_state_bytes<64, kWarps>() <= 2 * kShortStages * kBN * 64 * 2,
               "the warps' merge fits the KV area");
-template <int HD>
-constexpr int wide_tile_n() {
-  return flash_wide_tile_n(HD);
-}
-// Shared memory, bf16 and swizzled. The 128-row walk: Q [128][HD], K [2][wide_tile_n][HD], V
-// likewise. The short walk: Q [16][HD], K [3][64][HD], V [3][64][HD].
+// Shared memory, bf16 and swizzled. The 128-row walk: Q [128][HD], K [2][flash_wide_tile_n][HD],
+// V likewise. The short walk: Q [16][HD], K [3][64][HD], V [3][64][HD].
 
 // Tile count of a request with `num_query` tokens. No clamp: C++ division truncates, so a negative
 // num_query (a decreasing query_start_loc) gives a count <= 0 and the prefix sum goes down.
@@ -217,7 +213,7 @@ __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const Tile
 template <int HD>
 __device__ __noinline__ void walk_wide_tile(const FlashParams p, const TileWalk t, unsigned char* smem) {
   constexpr int kChunks = HD / 8;  // 16-byte chunks per row
-  constexpr int kWN = wide_tile_n<HD>();
+  constexpr int kWN = flash_wide_tile_n(HD);
   constexpr uint32_t kStageBytes = kWN * HD * 2;
   constexpr int kS = kWN / 8;  // 8-column score tiles per m-tile and KV tile
   constexpr int kMT = kWarpMTiles;
