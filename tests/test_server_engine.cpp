@@ -1,8 +1,8 @@
 // tests/test_server_engine.cpp — the server's engine side without HTTP: EngineService (stepping
 // thread, admission), the engine's gauges as /metrics reads them, and GenerationJob (n choices,
-// seeds, deltas, cancellation), over an executor that needs no model. What matters to a server: every admitted request is released
-// exactly once however it ends, a cancelled request's blocks are free at once, and the outputs
-// joined equal what was generated.
+// seeds, deltas, cancellation), over an executor that needs no model. What matters to a server:
+// every admitted request is released exactly once however it ends, a cancelled request's blocks
+// are free at once, and the outputs joined equal what was generated.
 #include <gtest/gtest.h>
 
 #include <chrono>

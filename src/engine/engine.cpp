@@ -242,8 +242,9 @@ EngineGauges Engine::gauges() const {
   g.free_blocks = kv_.num_free_blocks();
   g.usable_blocks = kv_.num_usable_blocks();
   g.usage = kv_.usage();
-  g.prefix_query_tokens = kv_.stats().prefix_query_tokens;
-  g.prefix_hit_tokens = kv_.stats().prefix_hit_tokens;
+  const auto& prefix = kv_.stats();
+  g.prefix_query_tokens = prefix.prefix_query_tokens;
+  g.prefix_hit_tokens = prefix.prefix_hit_tokens;
   return g;
 }
 

@@ -19,15 +19,15 @@ void ServerMetrics::observe_finished(double e2e_seconds, FinishReason reason) {
 
 std::string ServerMetrics::render(const std::string& model_name, const EngineService* service) const {
   EngineStats stats;
-  EngineGauges kv;  // the engine's numbers of one moment (Engine::gauges)
+  EngineGauges now;  // the engine's numbers of one moment (Engine::gauges)
   double held = 0;
   if (service != nullptr) {
     stats = service->engine().stats();
-    kv = service->engine().gauges();
+    now = service->engine().gauges();
     held = static_cast<double>(service->held());
   }
-  const auto running = static_cast<double>(kv.running), waiting = static_cast<double>(kv.waiting),
-             preemptions = static_cast<double>(kv.preemptions);
+  const auto running = static_cast<double>(now.running), waiting = static_cast<double>(now.waiting),
+             preemptions = static_cast<double>(now.preemptions);
   PrometheusText out({{"model_name", model_name}});
   out.gauge("fullgraph:num_requests_running", "Requests in the engine's running set.", running);
   out.gauge("fullgraph:num_requests_waiting", "Requests waiting to be scheduled.", waiting);
@@ -35,20 +35,20 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineSer
             "Requests the server holds (queued, running, or finishing their response); bounded by "
             "--max-num-seqs + --max-queued-requests.",
             held);
-  out.gauge("fullgraph:kv_cache_usage_perc", "Fraction of the KV cache's usable blocks in use (1 = full).", kv.usage);
+  out.gauge("fullgraph:kv_cache_usage_perc", "Fraction of the KV cache's usable blocks in use (1 = full).", now.usage);
   out.gauge("fullgraph:kv_cache_free_blocks", "KV-cache blocks free now (including evictable prefix-cache blocks).",
-            static_cast<double>(kv.free_blocks));
+            static_cast<double>(now.free_blocks));
   out.gauge("fullgraph:kv_cache_usable_blocks", "KV-cache blocks that can be handed out (all but the null block).",
-            static_cast<double>(kv.usable_blocks));
+            static_cast<double>(now.usable_blocks));
   out.counter("fullgraph:prompt_tokens_total", "Prompt tokens of submitted requests.",
               static_cast<double>(stats.prompt_tokens));
   out.counter("fullgraph:generation_tokens_total", "Generated tokens.", static_cast<double>(stats.generated_tokens));
   out.counter("fullgraph:num_preemptions_total", "Preemptions (a running request sent back to recompute).",
               preemptions);
   out.counter("fullgraph:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
-              static_cast<double>(kv.prefix_query_tokens));
+              static_cast<double>(now.prefix_query_tokens));
   out.counter("fullgraph:prefix_cache_hits_total", "Prompt tokens the prefix cache supplied.",
-              static_cast<double>(kv.prefix_hit_tokens));
+              static_cast<double>(now.prefix_hit_tokens));
   out.counter("fullgraph:graph_steps_total", "Engine steps run as one graph replay.",
               static_cast<double>(stats.graph_steps));
   out.counter("fullgraph:eager_steps_total", "Engine steps run eagerly (no graph fits the batch).",

@@ -143,13 +143,20 @@ __device__ __forceinline__ void copy_q_rows(const FlashParams& p, const TileWalk
   }
 }
 
-// Starts a walk's KV ring of S stages around the PDL wait for the kernel before (RoPE and the
-// cache write: Q and the step's own KV rows): the earlier rows of the first tiles before it, Q's
-// first ROWS packed rows and the step's rows after it (paged_kv_walk.h).
+// Lays out a walk's shared memory (Q's first ROWS packed rows, then K [S][BN][HD], then V likewise,
+// all bf16 and swizzled), points the tile's KV loader at its request's block_table row and KV head,
+// and starts the KV ring of S stages around the PDL wait for the kernel before (RoPE and the cache
+// write: Q and the step's own KV rows): the earlier rows of the first tiles before it, Q and the
+// step's rows after it (paged_kv_walk.h).
 template <int S, int ROWS, int HD, int BN>
-__device__ __forceinline__ void start_walk(const FlashParams& p, const TileWalk& t,
-                                           PagedKvLoader<HD, BN, kFlashThreads>& kv, uint32_t sq, uint32_t sk0,
-                                           uint32_t sv0) {
+__device__ __forceinline__ void start_walk(const FlashParams& p, const TileWalk& t, unsigned char* smem,
+                                           PagedKvLoader<HD, BN, kFlashThreads>& kv, uint32_t& sq, uint32_t& sk0,
+                                           uint32_t& sv0) {
+  sq = smem_addr(smem);
+  sk0 = sq + ROWS * HD * 2;
+  sv0 = sk0 + S * BN * HD * 2;
+  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), t.kv_head,
+          p.num_kv_heads, p.block_table + static_cast<int64_t>(t.req) * p.max_blocks, p.block_size, p.block_magic);
   start_ring_before_wait<S>(kv, 0, t.ctx, t.kv_tiles(BN), t.before, sk0, sv0);
   fg::cuda::wait_for_prerequisite_grids();
   copy_q_rows<HD, ROWS>(p, t, sq);
@@ -161,13 +168,10 @@ __device__ __forceinline__ void start_walk(const FlashParams& p, const TileWalk&
 // merged in the KV area, its rows written. The choice of this walk depends on the request alone,
 // so a row's bits still do not depend on the batch.
 template <int HD>
-__device__ __forceinline__ void walk_short_tile(const FlashParams& p, const TileWalk& t, PagedKvLoader<HD, kBN, kFlashThreads>& kv,
-                                                unsigned char* smem) {
-  constexpr uint32_t kStageBytes = kBN * HD * 2;
-  const uint32_t sq = smem_addr(smem);
-  const uint32_t sk0 = sq + kShortRows * HD * 2;
-  const uint32_t sv0 = sk0 + kShortStages * kStageBytes;
-  start_walk<kShortStages, kShortRows>(p, t, kv, sq, sk0, sv0);
+__device__ __forceinline__ void walk_short_tile(const FlashParams& p, const TileWalk& t, unsigned char* smem) {
+  PagedKvLoader<HD, kBN, kFlashThreads> kv;
+  uint32_t sq, sk0, sv0;
+  start_walk<kShortStages, kShortRows>(p, t, smem, kv, sq, sk0, sv0);
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
   int horizon[2];
@@ -201,9 +205,9 @@ __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const Tile
 // A tile of more than 16 packed rows (a prefill's): warp w walks rows [32 w, 32 w + 32) as two m16
 // tiles over every KV tile, through a 2-stage ring; O is staged in the Q tile and written as bf16.
 // Q's fragments stay in registers at hd 64 and are re-read from the Q tile at hd 128 (O of 32 rows
-// alone takes 128 registers there, and Q would take 64 more). Against the 64-row tile of 16 rows per warp, at hd 128 and
-// 512-8192 tokens (bench/RESULTS.md, 2026-12-01 session 11): 3-7% faster as such, 14-17% with the
-// softmax's ex2.ftz, folded scale, branch-only mask and skipped rescale.
+// alone takes 128 registers there, and Q would take 64 more). Against the 64-row tile of 16 rows
+// per warp, at hd 128 and 512-8192 tokens (bench/RESULTS.md, 2026-12-01 session 11): 3-7% faster
+// as such, 14-17% with the softmax's ex2.ftz, folded scale, branch-only mask and skipped rescale.
 //
 // Out of line, its parameters by value (so that nothing of the caller's lives in local memory):
 // ptxas then allocates and schedules this loop and the kernel's inlined short walk each on its own.
@@ -218,13 +222,9 @@ __device__ __noinline__ void walk_wide_tile(const FlashParams p, const TileWalk 
   constexpr int kS = kWN / 8;  // 8-column score tiles per m-tile and KV tile
   constexpr int kMT = kWarpMTiles;
   constexpr bool kQInRegs = HD <= 64;
-  const uint32_t sq = smem_addr(smem);
-  const uint32_t sk0 = sq + kBM * HD * 2;
-  const uint32_t sv0 = sk0 + kWideStages * kStageBytes;
   PagedKvLoader<HD, kWN, kFlashThreads> kv;
-  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), t.kv_head,
-          p.num_kv_heads, p.block_table + static_cast<int64_t>(t.req) * p.max_blocks, p.block_size, p.block_magic);
-  start_walk<kWideStages, kBM>(p, t, kv, sq, sk0, sv0);
+  uint32_t sq, sk0, sv0;
+  start_walk<kWideStages, kBM>(p, t, smem, kv, sq, sk0, sv0);
 
   const int q_begin = t.q_begin, m0 = t.m0, valid_rows = t.valid_rows, group = t.group, kv_head = t.kv_head;
   const int before = t.before, last_h = t.last_h, ctx = t.ctx, num_kv_tiles = t.kv_tiles(kWN);
@@ -385,10 +385,7 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
     walk_wide_tile<HD>(p, t, smem);
     return;
   }
-  PagedKvLoader<HD, kBN, kFlashThreads> kv;
-  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), kv_head,
-          p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks, p.block_size, p.block_magic);
-  walk_short_tile<HD>(p, t, kv, smem);
+  walk_short_tile<HD>(p, t, smem);
 }
 
 template <int HD>

@@ -182,7 +182,10 @@ __device__ __forceinline__ void pv_accumulate(float (&o)[HD / 8][4], const float
 // The flash kernel's 128-row walk gives each warp MT m-tiles of 16 query rows and loads each K or
 // V fragment once for all of them: at MT = 2, half the shared-memory bytes per mma of the one-m-tile
 // steps above (FlashAttention-2's 128 x 64 tile on four warps). Shared memory feeds the tensor
-// cores, so those bytes bound the prefill's rate.
+// cores, so those bytes bound the prefill's rate. At MT = 1 these compute what qk_scores and
+// pv_accumulate do, in another load order; the decode walks keep theirs. Routed through these,
+// split_kv's and the short walk's code gets the same registers and bits but a reordered ldmatrix
+// schedule, which no device run has measured yet.
 //
 // s[mt][2j + e] (8 KV columns each) = Q K^T for m-tile mt (query rows q_row0 + 16 mt of the tile
 // at sq) and the NS * 8 KV rows of the tile at sk. Q's A fragments come from registers
