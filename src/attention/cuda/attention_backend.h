@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "attention/attention_contract.h"
 #include "backend/backend.h"
@@ -44,6 +45,12 @@ class AttentionBackend {
   // One line for logs and benchmark tables: kernel, tile shapes, scheduling, split policy,
   // workspace. Defaults to the name for backends that have nothing more to say.
   virtual std::string describe() const { return name(); }
+  // The runner's graph capture sizes. A backend that chooses its kernel by the request count must
+  // choose by the bucket that holds it (core/size_buckets.h), as a graph captured at the bucket's
+  // size does (DESIGN.md point 7). Backends with one kernel ignore it.
+  virtual void set_capture_sizes(const std::vector<int64_t>& sizes) { (void)sizes; }
+  // Backend::set_batch_invariant: a backend that chooses its kernel by the batch must then stop.
+  virtual void set_batch_invariant(bool on) { (void)on; }
 
   // q [n, nh * hd] BF16, cache k/v [num_blocks, block_size, nkv, hd] BF16, out [n, nh * hd] BF16.
   // Semantics as Backend::attention: query token j of a request with n_q query tokens and context
@@ -52,9 +59,11 @@ class AttentionBackend {
                    const Tensor& out, cudaStream_t stream) = 0;
 };
 
-// Factories; "flash" (graph support: always) and "split_kv" (uniform_decode).
+// Factories; "flash" (graph support: always), "split_kv" (uniform_decode) and "auto" (always:
+// split_kv for the small uniform decode batches it serves better, flash for the rest).
 std::unique_ptr<AttentionBackend> make_flash_attention(const AttentionLimits& limits);
 std::unique_ptr<AttentionBackend> make_split_kv_attention(const AttentionLimits& limits);
+std::unique_ptr<AttentionBackend> make_auto_attention(const AttentionLimits& limits);
 std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& name, const AttentionLimits& limits);
 
 }  // namespace fg

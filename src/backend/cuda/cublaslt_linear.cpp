@@ -1,5 +1,4 @@
-// backend/cuda/cublaslt_linear.cpp — cuBLASLt descriptors, per-bucket algorithm plans, and the
-// bucket rule.
+// backend/cuda/cublaslt_linear.cpp — cuBLASLt descriptors and per-bucket algorithm plans.
 //
 // cuBLASLt is column-major. Our row-major out[n, out] = x[n, in] · W[out, in]ᵀ is, read
 // column-major, D[out, n] = op(A) · B with A = W seen as [in, out] (op = transpose) and B = x seen
@@ -17,12 +16,6 @@
 namespace fg::cuda {
 
 namespace {
-
-int64_t next_pow2(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p <<= 1;
-  return p;
-}
 
 // Descriptors of one matmul in caller-owned storage (cuBLASLt's *Init functions), so that running
 // a planned matmul allocates nothing on the host either.
@@ -52,22 +45,6 @@ struct Descriptors {
 };
 
 }  // namespace
-
-MatmulBuckets::MatmulBuckets(std::vector<int64_t> sizes) : sizes_(std::move(sizes)) {
-  for (int64_t s : sizes_) FG_CHECK(s >= 1, "matmul bucket sizes must be positive, got {}", s);
-  std::sort(sizes_.begin(), sizes_.end());
-  sizes_.erase(std::unique(sizes_.begin(), sizes_.end()), sizes_.end());
-}
-
-MatmulBuckets::Bucket MatmulBuckets::of(int64_t n) const {
-  auto it = std::lower_bound(sizes_.begin(), sizes_.end(), n);
-  if (it != sizes_.end()) return {it == sizes_.begin() ? 1 : *(it - 1) + 1, *it};
-  const int64_t largest = sizes_.empty() ? 0 : sizes_.back();
-  const int64_t top = next_pow2(n);
-  return {std::max(top / 2 + 1, largest + 1), top};
-}
-
-bool MatmulBuckets::small_n(int64_t n) const { return of(n).hi <= kSmallNMaxRows; }
 
 CublasLtLinear::CublasLtLinear(size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
   FG_CUBLAS_CHECK(cublasLtCreate(&handle_));
@@ -124,7 +101,7 @@ const cublasLtMatmulAlgo_t& CublasLtLinear::plan(const Key& key) {
 }
 
 void CublasLtLinear::run(const void* x, const void* w, const void* bias, void* out, bool out_f32, int64_t n,
-                         int64_t in, int64_t out_features, MatmulBuckets::Bucket bucket, cudaStream_t stream,
+                         int64_t in, int64_t out_features, SizeBuckets::Bucket bucket, cudaStream_t stream,
                          bool add_to_out) {
   if (n == 0 || out_features == 0) return;
   FG_ASSERT(n >= bucket.lo && n <= bucket.hi);

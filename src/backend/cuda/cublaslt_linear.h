@@ -1,12 +1,12 @@
 // backend/cuda/cublaslt_linear.h — the linear for more than a few token rows, through cuBLASLt,
 // with one algorithm per (weight shape, output type, bias, bucket of n), chosen once and then
-// fixed; and the bucket rule that decides which rows go where.
+// fixed.
 //
 // Graph == eager (DESIGN.md rule 7): a captured step runs n_padded rows, the same batch run
 // eagerly runs its real n. Both must compute each row identically, so the algorithm is a pure
 // function of the bucket that holds n (never of n itself, of timing or of history), and the
-// buckets are the runner's capture sizes. Within one algorithm a row's arithmetic does not
-// depend on how many rows there are.
+// buckets are the runner's capture sizes (core/size_buckets.h). Within one algorithm a row's
+// arithmetic does not depend on how many rows there are.
 #pragma once
 
 #include <cublasLt.h>
@@ -17,26 +17,9 @@
 #include <tuple>
 #include <vector>
 
+#include "core/size_buckets.h"
+
 namespace fg::cuda {
-
-// The buckets of token counts. A bucket holds n in [lo, hi]. Configured sizes (the runner's graph
-// capture sizes) are bucket tops; past the largest, or with none configured, the tops are powers
-// of two (which agrees with runner/buckets.h's default capture sizes: each power of two up to 512
-// is one of them). Every n in a bucket whose top is at most kSmallNMaxRows runs the small-n kernel.
-class MatmulBuckets {
- public:
-  struct Bucket {
-    int64_t lo = 1, hi = 1;
-  };
-  MatmulBuckets() = default;
-  explicit MatmulBuckets(std::vector<int64_t> sizes);
-
-  Bucket of(int64_t n) const;
-  bool small_n(int64_t n) const;
-
- private:
-  std::vector<int64_t> sizes_;  // sorted, unique, positive
-};
 
 class CublasLtLinear {
  public:
@@ -52,7 +35,7 @@ class CublasLtLinear {
   // The algorithm is the one planned for `bucket` (planned now if this is its first use).
   // add_to_out (no bias): out += x · wᵀ, the sum and what out held added in fp32 and rounded once.
   void run(const void* x, const void* w, const void* bias, void* out, bool out_f32, int64_t n, int64_t in,
-           int64_t out_features, MatmulBuckets::Bucket bucket, cudaStream_t stream, bool add_to_out = false);
+           int64_t out_features, SizeBuckets::Bucket bucket, cudaStream_t stream, bool add_to_out = false);
 
   // Forgets every plan (e.g. when the buckets change).
   void clear_plans() { plans_.clear(); }

@@ -20,16 +20,16 @@
 #include "backend/backend.h"
 #include "backend/cuda/input_norm.h"
 #include "backend/cuda/linear_outputs.h"
+#include "core/size_buckets.h"
 
 namespace fg {
 
 namespace cuda {
 class CublasLtLinear;
-class MatmulBuckets;
 class StreamedLinear;
 }  // namespace cuda
 
-// Which implementation a linear uses; kAuto is the bucket rule (see set_matmul_buckets), and
+// Which implementation a linear uses; kAuto is the bucket rule (see set_capture_sizes), and
 // kSmallN our small-n kernel that the weight's shape selects (see cuda_linear.cpp). The others
 // exist for tests and benchmarks that compare them: kSmallNDirect loads weights straight into
 // registers (small_n_linear.h), kSmallNStreamed streams them through shared memory
@@ -59,11 +59,11 @@ class CudaBackend final : public Backend {
   const AttentionBackend& require_attention() const;
 
   // The runner's graph capture sizes (token counts). A linear of n rows uses the algorithm of the
-  // smallest size >= n, the same one a graph captured at that size uses; see MatmulBuckets. Call
-  // before the first capture: it forgets the algorithms chosen so far.
-  void set_matmul_buckets(std::vector<int64_t> sizes);
-  void set_capture_sizes(const std::vector<int64_t>& sizes) override { set_matmul_buckets(sizes); }
-  void set_batch_invariant(bool on) override { batch_invariant_ = on; }
+  // smallest size >= n, the same one a graph captured at that size uses (core/size_buckets.h), and
+  // so does the attention backend's choice by request count. Call before the first capture: it
+  // forgets the algorithms chosen so far.
+  void set_capture_sizes(const std::vector<int64_t>& sizes) override;
+  void set_batch_invariant(bool on) override;
 
   // Device memory, zero-filled (so that no kernel ever meets uninitialised bf16 NaNs, e.g. in
   // KV-cache blocks that an attention tile reads past the context and masks).
@@ -144,6 +144,7 @@ class CudaBackend final : public Backend {
   // Whether a step of n rows may fuse work into a small-n matmul (not batch invariant, n a small-n
   // row count), whether a weight's kernel takes an input norm, and whether a gate/up pair runs
   // as one gated streamed launch.
+  bool in_small_n_bucket(int64_t n) const;
   bool fuses_small_n(int64_t n) const;
   bool takes_input_norm(int64_t out_features, int64_t in) const;
   bool runs_gated(int64_t n, const Tensor& gate, const Tensor& up) const;
@@ -157,18 +158,19 @@ class CudaBackend final : public Backend {
   int device_ = 0;
   int sm_count_ = 0;
   bool batch_invariant_ = false;  // see Backend::set_batch_invariant
+  std::vector<int64_t> capture_sizes_;  // the last set_capture_sizes, handed to a later attention backend too
   cudaStream_t stream_ = nullptr;
   bool capturing_ = false;
   size_t graph_memory_bytes_ = 0;  // device memory taken by instantiated graphs
-  std::unique_ptr<cuda::MatmulBuckets> buckets_;
+  std::unique_ptr<SizeBuckets> buckets_;  // of token rows, for the linears
   std::unique_ptr<cuda::CublasLtLinear> gemm_;
   std::unique_ptr<cuda::StreamedLinear> streamed_;
   std::unique_ptr<AttentionBackend> attention_;
 };
 
-// The GPU attention backend called `name`: "reference" (reference_attention.h), "auto" (flash
-// where it supports the shape, else reference), or any name make_attention_backend knows
-// ("flash", "split_kv").
+// The GPU attention backend called `name`: "reference" (reference_attention.h), "auto" (the
+// `auto` backend, auto_attention.cpp, where flash and split_kv support the shape, else reference),
+// or any other name make_attention_backend knows ("flash", "split_kv").
 std::unique_ptr<AttentionBackend> make_cuda_attention(const std::string& name, const AttentionLimits& limits);
 
 }  // namespace fg

@@ -183,10 +183,14 @@ void CudaBackend::linear_residual_add(const Tensor& x, const Tensor& weight, con
   run_small_n(LinearPath::kAuto, x, weight.data, nullptr, outputs, weight.dim(0), DType::kBF16);
 }
 
+// Every n of a bucket whose top is at most kSmallNMaxRows runs the small-n kernel, the others
+// cuBLASLt: a pure function of the bucket, as graph == eager needs.
+bool CudaBackend::in_small_n_bucket(int64_t n) const { return buckets_->of(n).hi <= cuda::kSmallNMaxRows; }
+
 bool CudaBackend::fuses_small_n(int64_t n) const {
   // Batch-invariant mode runs every n through the small-n path in groups of 16 rows; the
   // unfused steps keep that simple.
-  return !batch_invariant_ && buckets_->small_n(n);  // a small-n bucket holds at most kSmallNMaxRows
+  return !batch_invariant_ && in_small_n_bucket(n);
 }
 
 bool CudaBackend::takes_input_norm(int64_t out_features, int64_t in) const {
@@ -219,7 +223,7 @@ void CudaBackend::run_gated(const Tensor& x, const Tensor& gate, const Tensor& u
 }
 
 bool CudaBackend::runs_cublaslt(LinearPath path, int64_t n) const {
-  if (path == LinearPath::kAuto) return !batch_invariant_ && !buckets_->small_n(n);
+  if (path == LinearPath::kAuto) return !batch_invariant_ && !in_small_n_bucket(n);
   return path == LinearPath::kCublasLt;
 }
 
