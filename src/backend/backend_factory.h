@@ -20,7 +20,7 @@ namespace fg {
 
 // The attention a GPU backend must serve: which implementation, and the largest step.
 struct GpuAttentionSpec {
-  std::string name = "auto";  // flash | split_kv | reference | auto (flash where it can, else reference)
+  std::string name = "auto";  // auto | flash | split_kv | reference; see make_cuda_attention
   int64_t max_tokens = 0, max_reqs = 0, max_context = 0;
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, block_size = 0;
 };

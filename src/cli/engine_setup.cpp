@@ -24,7 +24,9 @@ void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
                  "qwen3-0.6b); prompts must then be token ids");
   cmd.add_option("--load-format", o.load_format, "auto | safetensors | dummy (random weights)")->capture_default_str();
   cmd.add_option("--device", o.device, "cpu | cuda")->capture_default_str();
-  cmd.add_option("--attention", o.attention, "GPU attention: auto | flash | split_kv | reference")
+  cmd.add_option("--attention", o.attention,
+                 "GPU attention: auto (split_kv for small decode batches, flash for the rest) | flash | split_kv | "
+                 "reference")
       ->capture_default_str();
   cmd.add_option("--threads", o.threads, "CPU threads (0 = all hardware threads)")->capture_default_str();
   cmd.add_option("--block-size", o.block_size, "Tokens per KV-cache block")->capture_default_str();

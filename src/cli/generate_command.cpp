@@ -312,8 +312,8 @@ void add_generate_command(CLI::App& app, GpuBackendFactory gpu) {
                   "Token counts to capture graphs for, e.g. 1,2,4,8 (default: 1,2,4,8,16,...,512 within the budget)");
   cmd->add_option("--device", options->device, "cpu | cuda (the CUDA backend, eager)")->capture_default_str();
   cmd->add_option("--attention", options->attention,
-                  "GPU attention: auto (flash where it supports the model, else reference) | flash | split_kv | "
-                  "reference")
+                  "GPU attention: auto (split_kv for small decode batches, flash for the rest; the reference where "
+                  "neither supports the model) | flash | split_kv | reference")
       ->capture_default_str();
   cmd->add_option("--prompts", options->prompts_file,
                   "A JSONL file of requests ({\"prompt\"|\"prompt_ids\"|\"messages\": ..., plus sampling fields such "

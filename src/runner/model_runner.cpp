@@ -170,6 +170,14 @@ std::string ModelRunner::graph_refusal(const StepShape& shape, Bucket* bucket) c
   return "";
 }
 
+int64_t ModelRunner::eager_uniform_query_len(const StepShape& shape) const {
+  if (!shape.uniform_decode) return 0;
+  // Only a backend that captures mixed batches can see a uniform batch in a mixed bucket.
+  if (backend_.attention_graph_support() != GraphSupport::kAlways) return 1;
+  const auto found = buckets_.find(shape.num_tokens, shape.num_reqs, true, options_.prefer_uniform_decode);
+  return !found || found->uniform_decode ? 1 : 0;
+}
+
 StepResult ModelRunner::execute(const std::vector<ScheduledRequest>& requests) {
   const StepShape shape = step_shape(requests);
   FG_CHECK(shape.num_reqs >= 1, "runner: a step needs at least one request");
@@ -200,7 +208,7 @@ StepResult ModelRunner::execute_eager(const std::vector<ScheduledRequest>& reque
            shape.num_reqs, options_.max_num_tokens, options_.max_num_seqs);
   const StepLayout layout = layout_for(shape.num_tokens, shape.num_reqs);
   const StagedStep staged = upload(requests, layout, /*padded_graph_step=*/false);
-  enqueue_step(layout, shape.uniform_decode ? 1 : 0);
+  enqueue_step(layout, eager_uniform_query_len(shape));
   ++stats_.eager_steps;
   StepResult result = read_results(requests, staged);
   result.replayed = false;

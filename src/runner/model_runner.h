@@ -105,6 +105,11 @@ class ModelRunner {
   // The ops of one step over the arena laid out by `layout`: forward, raw logprobs, penalties,
   // sampling, the sampled token's logprob. uniform_query_len as in AttentionMetadata.
   void enqueue_step(const StepLayout& layout, int64_t uniform_query_len);
+  // The uniform_query_len an eager step passes: that of the bucket a graph would run it in, so
+  // that a backend choosing its kernel by it (the `auto` attention) computes the batch as that
+  // graph does (DESIGN.md point 7). A uniform decode batch that graphs run in a mixed bucket
+  // (prefer_uniform_decode off, or no uniform bucket holds it) is run as mixed.
+  int64_t eager_uniform_query_len(const StepShape& shape) const;
   // Views of the step's outputs for `rows` rows (fixed addresses, whatever `rows`).
   Tensor sampled_ids(int64_t rows) const;
   LogprobTensors logprob_outputs(int64_t rows) const;

@@ -40,13 +40,20 @@ class CudaRunner : public test::RunnerTest<Param> {
   bool is_dummy() const { return GetParam().model.rfind("dummy", 0) == 0; }
 
   // Small Llama shapes with the head sizes of real models (the fixtures' 16 and 32 are served by
-  // the reference attention only), so flash and split_kv run through the runner too.
+  // the reference attention only), so flash and split_kv run through the runner too. The 8 KV heads
+  // of dummy-hd128-kv8 (Llama 3's) put the `auto` attention's switch from split_kv to flash
+  // between buckets of 8 and 16 decodes on a 132-SM H200 (auto_attention.h).
   static std::string dummy_config(const std::string& name) {
-    const bool hd128 = name == "dummy-hd128-gqa8";
+    struct Shape {
+      int hidden, heads, kv_heads, head_dim;
+    };
+    const Shape shape = name == "dummy-hd128-gqa8"  ? Shape{1024, 8, 1, 128}
+                        : name == "dummy-hd128-kv8" ? Shape{1024, 32, 8, 128}
+                                                    : Shape{512, 8, 2, 64};
     return fmt::format(R"({{"architectures": ["LlamaForCausalLM"], "hidden_size": {}, "intermediate_size": 512,
         "num_hidden_layers": 2, "num_attention_heads": {}, "num_key_value_heads": {}, "head_dim": {},
         "vocab_size": 1000, "max_position_embeddings": 4096, "rope_theta": 500000.0}})",
-                       hd128 ? 1024 : 512, hd128 ? 8 : 8, hd128 ? 1 : 2, hd128 ? 128 : 64);
+                       shape.hidden, shape.heads, shape.kv_heads, shape.head_dim);
   }
 };
 
@@ -77,6 +84,27 @@ TEST_P(CudaRunner, MixedBatchesGraphEqualsEager) {
     const MixedBatch batch = mixed_batch(rng, round, 200, 300);
     StepResult result = expect_graph_equals_eager(batch.chunks, "mixed round " + std::to_string(round));
     EXPECT_EQ(result.replayed, batch.tokens <= 512 && (mixed_graphs || batch.uniform)) << batch.tokens << " tokens";
+  }
+}
+
+// With prefer_uniform_decode off, decode batches replay mixed buckets' graphs, captured with
+// uniform_query_len 0; their eager runs must pass 0 too, or a backend that chooses its kernel by it
+// (`auto`: split_kv for uniform decodes) computes them differently from the graph.
+TEST_P(CudaRunner, UniformDecodeInMixedBucketsGraphEqualsEager) {
+  FG_REQUIRE_GPU();
+  RunnerOptions options;
+  options.max_num_tokens = 128;
+  options.max_num_seqs = 32;
+  options.capture_sizes = {1, 2, 4, 8, 16, 24, 32};
+  options.prefer_uniform_decode = false;
+  build(options, 2048, 2048);
+  std::mt19937 rng(4321);
+  // Contexts up to 1000 tokens: up to 4 KV splits each.
+  const std::vector<StepResult> results = decode_at_every_batch_size(rng, 20, 1000);
+  if (backend_->attention_graph_support() != GraphSupport::kAlways) return;  // split_kv: uniform buckets only
+  for (const StepResult& r : results) {
+    EXPECT_TRUE(r.replayed);
+    EXPECT_FALSE(r.bucket.uniform_decode);
   }
 }
 
@@ -116,7 +144,8 @@ std::vector<Param> params() {
   std::vector<Param> out;
   for (const std::string& m : test::fixture_models()) out.push_back({m, "reference"});
   for (const char* m : {"dummy-hd64-gqa4", "dummy-hd128-gqa8"})
-    for (const char* a : {"flash", "split_kv", "reference"}) out.push_back({m, a});
+    for (const char* a : {"flash", "split_kv", "reference", "auto"}) out.push_back({m, a});
+  out.push_back({"dummy-hd128-kv8", "auto"});
   return out;
 }
 

@@ -10,8 +10,9 @@ namespace fg {
 std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& name, const AttentionLimits& limits) {
   if (name == "flash") return make_flash_attention(limits);
   if (name == "split_kv") return make_split_kv_attention(limits);
+  if (name == "auto") return make_auto_attention(limits);
   if (name == "reference") return make_reference_attention(limits);  // simple fp32 GPU oracle, slow
-  fail("unknown attention backend '{}' (known: flash, split_kv, reference)", name);
+  fail("unknown attention backend '{}' (known: auto, flash, split_kv, reference)", name);
 }
 
 }  // namespace fg

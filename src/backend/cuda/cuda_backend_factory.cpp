@@ -41,10 +41,10 @@ void cuda_memory_info(Backend& backend, size_t* free_bytes, size_t* total_bytes)
 std::unique_ptr<AttentionBackend> make_cuda_attention(const std::string& name, const AttentionLimits& limits) {
   if (name == "reference") return make_reference_attention(limits);
   if (name == "auto") {
-    // flash where it serves the model (its constructor refuses what its kernels are not built
-    // for, e.g. the head dims of the tiny fixture models), else the reference.
+    // flash and split_kv where they serve the model (their constructors refuse what their kernels
+    // are not built for, e.g. the head dims of the tiny fixture models), else the reference.
     try {
-      return make_attention_backend("flash", limits);
+      return make_attention_backend("auto", limits);
     } catch (const Error&) {
       return make_reference_attention(limits);
     }
