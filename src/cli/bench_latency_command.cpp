@@ -26,7 +26,7 @@ namespace fg::cli {
 namespace {
 
 struct BenchOptions {
-  std::string model_dir, shape = "llama-3.2-1b", device = "cpu", attention = "flash", output_json;
+  std::string model_dir, shape = "llama-3.2-1b", device = "cpu", attention = "auto", output_json;
   std::string batch_sizes = "1,8,64,256";
   int64_t context = 512, prefill_chunk = 256, steps = 20, warmup = 3, block_size = 16;
   int threads = 0;
@@ -205,7 +205,7 @@ void add_bench_latency_command(CLI::App& app, GpuBackendFactory gpu) {
   cmd->add_option("--shape", o->shape, "A named shape: llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen3-0.6b")
       ->capture_default_str();
   cmd->add_option("--device", o->device, "cpu | cuda")->capture_default_str();
-  cmd->add_option("--attention", o->attention, "GPU attention backend: flash | split_kv")->capture_default_str();
+  cmd->add_option("--attention", o->attention, "GPU attention backend: auto | flash | split_kv")->capture_default_str();
   cmd->add_option("--batch-sizes", o->batch_sizes, "Decode batch sizes")->capture_default_str();
   cmd->add_option("--context", o->context, "Tokens of context per request")->capture_default_str();
   cmd->add_option("--prefill-chunk", o->prefill_chunk, "Prefill tokens beside the decodes of a mixed step")

@@ -49,8 +49,13 @@ void add_bench_attention_command(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::IsMember({"decode", "prefill"}))
       ->capture_default_str();
-  cmd->callback([json, kinds] {
-    fg::AttentionBenchKinds chosen{false, false};
+  auto backends = std::make_shared<std::vector<std::string>>(fg::AttentionBenchKinds{}.decode_backends);
+  cmd->add_option("--decode-backends", *backends, "Attention backends of the decode cases, measured in this order")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"split_kv", "flash", "auto"}))
+      ->capture_default_str();
+  cmd->callback([json, kinds, backends] {
+    fg::AttentionBenchKinds chosen{false, false, *backends};
     for (const std::string& k : *kinds) (k == "decode" ? chosen.decode : chosen.prefill) = true;
     if (const int rc = fg::run_attention_benchmarks(*json, chosen); rc != 0) throw CLI::RuntimeError(rc);
   });
@@ -62,7 +67,7 @@ void add_bench_kernels_command(CLI::App& app) {
   auto json = std::make_shared<std::string>("bench_kernels.json");
   auto attention = std::make_shared<std::string>("flash");
   cmd->add_option("--json", *json, "Write the numbers to this JSON file (empty: don't)")->capture_default_str();
-  cmd->add_option("--attention", *attention, "GPU attention for the decode steps: flash | split_kv | reference")
+  cmd->add_option("--attention", *attention, "GPU attention for the decode steps: flash | split_kv | auto | reference")
       ->capture_default_str();
   auto tables = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--tables", *tables,

@@ -4,7 +4,8 @@
 //
 // Measures, Llama-3.1-8B attention shape (32 q heads, 8 KV heads, hd 128, block 16, bf16):
 //   decode:  GB/s = KV bytes read / time, KV bytes = batch * context * 8 heads * 128 * 2 B * 2 (K, V);
-//            batch 1, 8, 64 x context 512 .. 32k, both backends. Each run of a graph reads a
+//            batch 1 .. 64 x context 512 .. 32k, each backend (`auto` with its default buckets,
+//            powers of two, shows which of the other two it picks). Each run of a graph reads a
 //            different set of blocks (shuffled) so repeated runs do not measure the L2 cache.
 //   prefill: TFLOP/s = 2 * batch * 32 heads * S^2 * 128 / time (QK^T and PV, 2 flops per MAC, half
 //            of the S x S scores under the causal mask), `flash` only (split_kv serves decode),
@@ -140,7 +141,7 @@ void print_row(const Result& r) {
 int run_attention_benchmarks(const std::string& json_out, AttentionBenchKinds kinds) {
   cudaDeviceProp prop{};
   FG_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  const std::vector<int> batches = {1, 8, 64};
+  const std::vector<int> batches = {1, 4, 8, 16, 32, 64};
   const std::vector<int> contexts = {512, 1024, 4096, 8192, 16384, 32768};
   const std::vector<int> prefill_lens = {512, 1024, 2048, 4096, 8192};
   constexpr int kPrefillTokens = 16384;
@@ -171,7 +172,7 @@ int run_attention_benchmarks(const std::string& json_out, AttentionBenchKinds ki
   fmt::print("{:<9} {:<8} {:>6} {:>8} {:>11} {:>9} {:>9}\n", "backend", "kind", "batch", "len", "us/run", "GB/s",
              "TFLOP/s");
 
-  for (const char* name : {"split_kv", "flash"}) {
+  for (const std::string& name : kinds.decode_backends) {
     if (!kinds.decode) break;
     auto backend = make_attention_backend(name, limits(64, 64, 32768));
     report["describe"][name] = backend->describe();

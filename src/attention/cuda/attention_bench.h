@@ -9,13 +9,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fg {
 
 // Which cases run_attention_benchmarks measures.
 struct AttentionBenchKinds {
-  bool decode = true;   // split_kv and flash decode, batch 1 / 8 / 64, contexts 512 .. 32k
+  bool decode = true;   // decode, batch 1 .. 64, contexts 512 .. 32k, for each of decode_backends
   bool prefill = true;  // flash causal prefill, 512 .. 8192 tokens
+  std::vector<std::string> decode_backends = {"split_kv", "flash", "auto"};  // in this order
 };
 
 // Runs the chosen cases, prints a table and, when json_out is not empty, writes the numbers there.
