@@ -613,6 +613,19 @@ TEST(AttentionSplitKv, DeterministicAndBatchIndependent) {
   }
 }
 
+// The grid holds at most the GPU's resident CTAs, each walking every grid-th unit (split, request,
+// row group). 40 and 48 requests with contexts up to 20000 (32 splits) give far more units than
+// CTAs, so most CTAs walk several, of different requests: the probe's bits must not change.
+TEST(AttentionSplitKv, CtasWalkingSeveralUnitsKeepTheBits) {
+  FG_REQUIRE_GPU();
+  std::vector<int> contexts;
+  for (int i = 0; i < 39; ++i) contexts.push_back(std::vector<int>{300, 20000, 64, 5000, 12000}[i % 5]);
+  for (const Config& cfg : {Config{128, 2, 4, 16}, Config{64, 2, 8, 16}}) {
+    check_batch_independence("split_kv", cfg, uniform_batch(1, contexts), {1, 20000}, 40, 40);
+    check_batch_independence("split_kv", cfg, uniform_batch(1, contexts), {1, 7000}, 48, 48);
+  }
+}
+
 TEST(AttentionFlash, ReadsTheStepsRowsOnlyAfterTheKernelBefore) {
   FG_REQUIRE_GPU();
   for (const Config& cfg : {Config{128, 2, 4, 16}, Config{64, 2, 8, 16}}) {

@@ -5,8 +5,7 @@
 // split_kv cuts each request's context into splits of its own and merges them. Where flash's CTAs
 // do not fill the GPU, splitting is what keeps memory busy: at batch 1, hd 128, 8 KV heads, split_kv
 // took 10.6 us at 4k of context against flash's 57.6, and 39 against 444 at 32k. Where they do,
-// split_kv's grid of max_splits CTAs per row, most of them idle at short contexts, costs more than
-// it brings: at batch 64, 36 us (flash) against 82 at 512 (bench/RESULTS.md, 2026-12-01).
+// splitting only adds the partials' writes and the merge.
 #pragma once
 
 #include <cstdint>
@@ -19,10 +18,11 @@ namespace fg::attn {
 // bucket topped by `bucket_reqs` (core/size_buckets.h: the same for a graph and for the eager run of
 // any batch it holds, DESIGN.md point 7), runs split_kv: while flash would give it CTAs on at most
 // half of the SMs. Measured on the H200 (132 SMs, hd 128, 8 KV heads; bench/RESULTS.md, session 12
-// run 1): split_kv is faster at batch 1-8 from 1k of context on (at batch 8, 46.6 against 67.6 us
-// at 4k, 269 against 540 at 32k) and slower only at 512 (15.8 against 10.4 at batch 8); at batch
-// 16 (flash: 128 CTAs) flash is faster up to 8k (12.2 against 25.3 us at 512, 158.7 against 164.6 at
-// 8k) and slower beyond (626 against 524 at 32k); from batch 32 on flash is faster everywhere.
+// runs 1 and 6): at batch 1-8 split_kv is faster at every context from 512 to 32k (at batch 8,
+// 8.8 against 10.4 us at 512, 49 against 68 at 4k, 272 against 545 at 32k); at batch 16 (flash:
+// 128 CTAs) flash is faster up to 8k (12.2 against 13.3 us at 512, 80.8 against 89 at 4k) and
+// slower beyond (315 against 288 at 16k, 627 against 525 at 32k); from batch 32 on flash is faster
+// everywhere.
 constexpr bool auto_attention_splits(int64_t bucket_reqs, int64_t num_kv_heads, int group, int query_len,
                                      int sm_count) {
   if (query_len < 1 || query_len > kSplitKvMaxQueryLen) return false;

@@ -16,8 +16,10 @@
 //   - split count of a request: split_kv_plan(seq_len, max_splits) with max_splits = min(32,
 //     ceil(max_context / 256)) fixed at construction — a function of the request's own context
 //     length, never of the batch, so graph replays and unpadded eager runs agree bit for bit.
-// Launch parameters: one grid (max_splits, num_reqs, nkv * row_groups), from shapes and
-// construction constants only; no combine kernel, so a layer pays one launch. The workspace (fp32
+// Launch parameters: one grid, from shapes and construction constants only: a CTA for every
+// (split, request, row group) the policy allows while they fit the GPU's resident CTAs, else the
+// resident CTAs, each walking every grid-th of the batch's units; which CTA walks a unit does not
+// change its bits. No combine kernel, so a layer pays one launch. The workspace (fp32
 // partial outputs and one arrival counter per request and row group, zeroed here and re-armed to
 // zero by every launch) is allocated once here, from AttentionLimits; run() never syncs or
 // allocates.
@@ -82,7 +84,7 @@ class SplitKvAttentionBackend final : public AttentionBackend {
     // The memset runs on the legacy stream, which does not order the non-blocking streams that
     // launch the kernel: finish it here.
     FG_CUDA_CHECK(cudaDeviceSynchronize());
-    attn::split_kv_attention_prepare();
+    resident_ctas_ = attn::split_kv_attention_prepare(static_cast<int>(limits_.head_dim));
     mixed_ = make_flash_attention(limits_);
   }
 
@@ -98,11 +100,11 @@ class SplitKvAttentionBackend final : public AttentionBackend {
     return fmt::format(
         "split_kv: flash-decoding, q_len 1..{}, splits(L) = ceil(L / chunk), chunk = round_up(ceil(L / min({}, "
         "ceil(L / {}))), {}); 16 packed rows (GQA group of {}) x 64 KV positions per tile, 4 warps x 16-position "
-        "slices, 3-stage cp.async, {} KiB smem/CTA (hd {}); grid ({}, num_reqs, {} x row groups), combined by "
-        "each row group's last split; workspace {:.1f} MiB",
+        "slices, 3-stage cp.async, {} KiB smem/CTA (hd {}); up to {} resident CTAs walking the batch's (split, request, "
+        "{} KV heads x row groups) units, combined by each row group's last split; workspace {:.1f} MiB",
         attn::kSplitKvMaxQueryLen, max_splits_, attn::kSplitKvMinChunk, attn::kSplitKvTileN,
         limits_.num_heads / limits_.num_kv_heads, attn::split_kv_smem_bytes(static_cast<int>(limits_.head_dim)) / 1024,
-        limits_.head_dim, max_splits_, limits_.num_kv_heads, workspace_mib);
+        limits_.head_dim, resident_ctas_, limits_.num_kv_heads, workspace_mib);
   }
 
   void run(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale, const Tensor& out,
@@ -137,6 +139,7 @@ class SplitKvAttentionBackend final : public AttentionBackend {
     p.scale_log2 = scale * std::numbers::log2e_v<float>;
     p.max_splits = max_splits_;
     p.partial_rows = static_cast<int>(partial_rows_);
+    p.resident_ctas = resident_ctas_;
     attn::launch_split_kv_attention(p, stream);
   }
 
@@ -144,6 +147,7 @@ class SplitKvAttentionBackend final : public AttentionBackend {
   AttentionLimits limits_;
   PaddingContract contract_;
   int max_splits_ = 1;
+  int resident_ctas_ = 1;  // CTAs of the split kernel the GPU holds at once
   int64_t partial_rows_ = 0;
   int64_t arrival_counters_ = 0;
   std::unique_ptr<void, DeviceFree> partial_out_;  // F32 [max_splits, partial_rows, num_heads, head_dim]

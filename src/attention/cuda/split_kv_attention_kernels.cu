@@ -1,10 +1,14 @@
 // attention/cuda/split_kv_attention_kernels.cu — the `split_kv` kernel (flash-decoding for
 // uniform decode batches, query length 1..4) and its launcher.
 //
-// CTA (split s, request r, KV head h x row group) walks positions
+// A unit of work is (split s, request r, KV head h x row group): it walks positions
 // [s * chunk(L), min(L, (s + 1) * chunk(L))) of request r (split_kv_plan: a function of L and a
-// construction constant only). Its 16 packed rows are (token, query head of h's GQA group) pairs,
-// so a KV tile read from HBM serves the whole group. KV tiles of 64 positions are gathered through
+// construction constant only). The grid holds at most as many CTAs as the GPU keeps resident: a
+// small batch gets a CTA per (row group, split) the policy allows, a larger one has each CTA walk
+// every grid-th of the batch's units, numbered split-major up to the largest split count in the
+// batch, so that no CTA is launched only to find its split empty (with a CTA per allowed split, 30
+// of 32 did at 512 of context, and each took an SM's slot for a while). A unit's 16 packed rows
+// are (token, query head of h's GQA group) pairs, so a KV tile read from HBM serves the whole group. KV tiles of 64 positions are gathered through
 // block_table into a 3-stage cp.async pipeline; each warp takes a 16-position slice of every tile
 // with its own online softmax (bf16 mma.sync, fp32 accumulation), and at the end the 4 warps'
 // states are merged in shared memory in warp order. A request with a single split writes its bf16
@@ -14,8 +18,8 @@
 // request's splits, summed in split order from the workspace, so which CTA combines does not
 // change the bits. Combining there rather than in a second kernel saves a launch per layer (a
 // kernel's latency, 2-3 us, in a CUDA-graph decode step). Padded requests (seq_lens 0 or zero
-// query tokens) and CTAs past the request's split count or rows exit before writing or counting
-// anything, so padded requests write nothing.
+// query tokens) and units past the request's split count or rows are skipped before writing or
+// counting anything, so padded requests write nothing.
 #include "attention/cuda/paged_kv_walk.h"
 #include "attention/cuda/split_kv_attention_kernels.h"
 #include "backend/cuda/cuda_check.h"
@@ -99,13 +103,14 @@ __device__ __forceinline__ void combine_splits(const SplitKvParams& p, const Req
 // Q [16][HD] bf16, K [3][64][HD], V [3][64][HD]; after the walk the KV area holds the warps'
 // states for the merge (store_slice_state).
 //
-// Walks split `split` of request `req` for the CTA's row group (KV head kv_head, packed rows from
-// m0) and writes its output (one split) or its partial and arrival, combining the row group if it
-// brings the last split. PDL: the split's plan, its block ids and its first tiles' earlier rows are
+// Walks split `split` of request `req` for row group `row` (KV head kv_head, packed rows from m0;
+// row indexes the request's arrival counters) and writes its output (one split) or its partial and
+// arrival, combining the row group if it brings the last split. PDL: the split's plan, its block ids and its first tiles' earlier rows are
 // requested before the wait (kReadsBeforePdlWait), Q and the step's rows after it.
 template <int HD>
-__device__ __forceinline__ void walk_split(const SplitKvParams& p, const RequestView& v, int split, int req,
-                                           int kv_head, int m0, int group, unsigned char* smem) {
+__device__ __forceinline__ void walk_split(const SplitKvParams& p, const RequestView& v, int split, int req, int row,
+                                           int row_groups_per_req, int kv_head, int m0, int group,
+                                           unsigned char* smem) {
   constexpr int kChunks = HD / 8;
   constexpr uint32_t kStageBytes = kBN * HD * 2;
   static_assert(slice_state_bytes<HD, kWarps>() <= 2 * kStages * kStageBytes, "the merge fits the KV area");
@@ -184,7 +189,7 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
   // Count this split in. Each thread's fence orders its partial rows before the barrier, and so
   // before thread 0's count; the CTA whose count completes the row group combines every split.
   __shared__ int brought_last_split;
-  int* row_group_arrivals = p.arrivals + static_cast<int64_t>(req) * gridDim.z + blockIdx.z;
+  int* row_group_arrivals = p.arrivals + static_cast<int64_t>(req) * row_groups_per_req + row;
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) brought_last_split = atomicAdd(row_group_arrivals, 1) == v.plan.num_splits - 1;
@@ -195,7 +200,27 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
   combine_splits<HD>(p, v, kv_head, m0, valid_rows, group, warp, lane);
 }
 
-template <int HD>
+// The largest split count of the batch's requests (0 for an all-padding batch), from one warp.
+__device__ __forceinline__ int batch_max_splits(const SplitKvParams& p) {
+  int most = 0;
+  for (int r = threadIdx.x; r < p.num_reqs; r += 32) {
+    const int ctx = min(p.seq_lens[r], p.max_blocks * p.block_size);
+    most = max(most, split_kv_plan(ctx, p.max_splits).num_splits);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) most = max(most, __shfl_xor_sync(kFullMask, most, o));
+  return most;
+}
+
+// kSeveralUnits false: the grid is a CTA for every (row group, split) the policy allows; CTA u
+// walks split u % max_splits of row group u / max_splits, or nothing, and need not know the rest of
+// the batch. true: fewer CTAs than that (the resident ones), each walking every grid-th of the
+// batch's units, numbered split-major up to the largest split count in the batch. (Numbered
+// row-major instead, so that a row group's splits run side by side, long contexts took 1.3-1.9x as
+// long: session 12 run 4.) Two kernels rather than one with both paths: the one-unit path kept in
+// the same kernel as the loop (220 registers rather than 163 at hd 128) ran 1.4-3.4% slower at
+// batch 1 and 4k-16k of context (run 5); as its own kernel, level with a grid of only it (run 6).
+template <int HD, bool kSeveralUnits>
 __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKvParams p, int row_groups) {
   extern __shared__ __align__(128) unsigned char smem[];
   // PDL: the next kernel (o_proj) may launch now. What this grid reads of the previous kernel's
@@ -204,32 +229,71 @@ __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKv
   // Every CTA waits before it exits, so that its completion implies the previous grid's.
   fg::cuda::allow_dependent_grids();
 
-  const int split = blockIdx.x, req = blockIdx.y;
-  const int kv_head = blockIdx.z / row_groups, m0 = (blockIdx.z % row_groups) * kRows;
   const int group = p.num_heads / p.num_kv_heads;
-  RequestView v;
-  if (!view_request(p, req, v) || split >= v.plan.num_splits || m0 >= v.num_query * group) {
-    fg::cuda::wait_for_prerequisite_grids();
-    return;
+  const int per_req = p.num_kv_heads * row_groups;  // row groups of a request
+  if constexpr (!kSeveralUnits) {
+    const int split = blockIdx.x % p.max_splits, req = blockIdx.x / p.max_splits / per_req;
+    const int row = blockIdx.x / p.max_splits % per_req;
+    const int kv_head = row / row_groups, m0 = (row % row_groups) * kRows;
+    RequestView v;
+    if (!view_request(p, req, v) || split >= v.plan.num_splits || m0 >= v.num_query * group) {
+      fg::cuda::wait_for_prerequisite_grids();
+      return;
+    }
+    walk_split<HD>(p, v, split, req, row, per_req, kv_head, m0, group, smem);
+  } else {
+    __shared__ int most_splits;
+    if (threadIdx.x < 32) {
+      const int most = batch_max_splits(p);
+      if (threadIdx.x == 0) most_splits = most;
+    }
+    __syncthreads();
+    const int rows = p.num_reqs * per_req;
+    const int units = most_splits * rows;
+    bool walked = false;
+    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+      const int split = unit / rows, req = unit % rows / per_req, row = unit % per_req;
+      const int kv_head = row / row_groups, m0 = (row % row_groups) * kRows;
+      RequestView v;
+      if (!view_request(p, req, v) || split >= v.plan.num_splits || m0 >= v.num_query * group) continue;
+      if (walked) __syncthreads();  // every thread is done with the last unit's shared memory
+      walk_split<HD>(p, v, split, req, row, per_req, kv_head, m0, group, smem);
+      walked = true;
+    }
+    if (!walked) fg::cuda::wait_for_prerequisite_grids();
   }
-  walk_split<HD>(p, v, split, req, kv_head, m0, group, smem);
 }
 
 template <int HD>
 void launch(const SplitKvParams& p, int row_groups, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(p.max_splits), static_cast<unsigned>(p.num_reqs),
-                  static_cast<unsigned>(p.num_kv_heads * row_groups));
-  fg::cuda::launch_with_pdl(split_kv_kernel<HD>, grid, dim3(kSplitKvThreads), split_kv_smem_bytes(HD), stream, p,
-                            row_groups);
+  const int64_t allowed = int64_t{p.max_splits} * p.num_reqs * p.num_kv_heads * row_groups;  // (row group, split)s
+  const size_t smem = split_kv_smem_bytes(HD);
+  if (allowed <= p.resident_ctas)
+    fg::cuda::launch_with_pdl(split_kv_kernel<HD, false>, dim3(static_cast<unsigned>(allowed)), dim3(kSplitKvThreads),
+                              smem, stream, p, row_groups);
+  else
+    fg::cuda::launch_with_pdl(split_kv_kernel<HD, true>, dim3(static_cast<unsigned>(p.resident_ctas)),
+                              dim3(kSplitKvThreads), smem, stream, p, row_groups);
+}
+
+// Raises the kernel's shared-memory limit and returns how many of its CTAs the GPU holds at once.
+template <int HD>
+int prepare_head_dim() {
+  for (const void* kernel : {reinterpret_cast<const void*>(split_kv_kernel<HD, false>),
+                             reinterpret_cast<const void*>(split_kv_kernel<HD, true>)})
+    FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, split_kv_smem_bytes(HD)));
+  int device = 0, sms = 0, per_sm = 0;
+  FG_CUDA_CHECK(cudaGetDevice(&device));
+  FG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, split_kv_kernel<HD, true>, kSplitKvThreads,
+                                                              split_kv_smem_bytes(HD)));
+  return sms * (per_sm > 0 ? per_sm : 1);
 }
 
 }  // namespace
 
-void split_kv_attention_prepare() {
-  FG_CUDA_CHECK(cudaFuncSetAttribute(split_kv_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     split_kv_smem_bytes(64)));
-  FG_CUDA_CHECK(cudaFuncSetAttribute(split_kv_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     split_kv_smem_bytes(128)));
+int split_kv_attention_prepare(int head_dim) {
+  return head_dim == 64 ? prepare_head_dim<64>() : prepare_head_dim<128>();
 }
 
 void launch_split_kv_attention(const SplitKvParams& p, cudaStream_t stream) {

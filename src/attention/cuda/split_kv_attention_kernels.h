@@ -53,8 +53,9 @@ struct SplitKvParams {
   int block_size, max_blocks;
   uint32_t block_magic;    // ceil(2^32 / block_size)
   float scale_log2;        // softmax scale * log2(e)
-  int max_splits;          // grid.x and the policy's cap: a construction constant
+  int max_splits;          // the policy's cap: a construction constant
   int partial_rows;        // rows of the workspace
+  int resident_ctas;       // CTAs of the kernel the GPU holds at once (split_kv_attention_prepare): the grid's cap
 };
 
 // CTAs per KV head that hold the packed (token, query head) rows of a request of up to
@@ -69,11 +70,15 @@ constexpr int split_kv_smem_bytes(int head_dim) {
   return (kSplitKvRowsPerCta + 2 * 3 * kSplitKvTileN) * head_dim * 2;
 }
 
-// Raises the kernel's dynamic shared-memory limit; once, at construction. Raises fg::Error.
-void split_kv_attention_prepare();
+// Raises the kernel's dynamic shared-memory limit; once, at construction. Returns the CTAs of the
+// kernel at this head dim that the current GPU holds at once (SMs x CTAs per SM), for
+// SplitKvParams::resident_ctas. Raises fg::Error.
+int split_kv_attention_prepare(int head_dim);
 
-// Enqueues the split kernel, grid (max_splits, num_reqs, nkv * row_groups) with row_groups =
-// split_kv_row_groups(min(4, num_tokens), G), from shapes and construction constants. One launch:
+// Enqueues the split kernel, from shapes and construction constants, with row_groups =
+// split_kv_row_groups(min(4, num_tokens), G): while max_splits x num_reqs x nkv x row_groups CTAs
+// fit resident_ctas, a CTA for each (split, request, row group) the policy allows; beyond,
+// resident_ctas CTAs, each walking every grid-th of the batch's units. One launch:
 // the last split CTA of each row group combines the splits (no combine kernel, so no second
 // launch's latency per layer). params.arrivals must be zero, as construction leaves it and every
 // launch leaves it again. Checks the launch and raises fg::Error.
