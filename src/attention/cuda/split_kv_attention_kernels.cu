@@ -216,7 +216,7 @@ __device__ __forceinline__ int batch_max_splits(const SplitKvParams& p) {
 // walks split u % max_splits of row group u / max_splits, or nothing, and need not know the rest of
 // the batch. true: fewer CTAs than that (the resident ones), each walking every grid-th of the
 // batch's units, numbered split-major up to the largest split count in the batch. (Numbered
-// row-major instead, so that a row group's splits run side by side, long contexts took 1.3-1.9x as
+// row-major instead, so that a row group's splits run side by side, long contexts took 1.1-1.9x as
 // long: session 12 run 4.) Two kernels rather than one with both paths: the one-unit path kept in
 // the same kernel as the loop (220 registers rather than 163 at hd 128) ran 1.4-3.4% slower at
 // batch 1 and 4k-16k of context (run 5); as its own kernel, level with a grid of only it (run 6).
