@@ -65,6 +65,11 @@ std::optional<Bucket> BucketTable::find(int64_t num_tokens, int64_t num_reqs, bo
   return Bucket{*it, reqs, false};
 }
 
+bool BucketTable::decodes_as_uniform(int64_t num_reqs, bool prefer_uniform) const {
+  const std::optional<Bucket> found = find(num_reqs, num_reqs, true, prefer_uniform);
+  return !found || found->uniform_decode;
+}
+
 std::vector<Bucket> BucketTable::all_largest_first(bool include_mixed, bool include_uniform) const {
   std::vector<Bucket> out;
   for (auto it = sizes_.rbegin(); it != sizes_.rend(); ++it) {

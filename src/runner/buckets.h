@@ -37,6 +37,9 @@ class BucketTable {
   // whose requests all have one query token prefers the uniform-decode bucket when
   // prefer_uniform. nullopt when the batch is larger than the largest bucket.
   std::optional<Bucket> find(int64_t num_tokens, int64_t num_reqs, bool uniform_decode, bool prefer_uniform) const;
+  // Whether a batch of num_reqs one-token requests runs as a uniform decode: in a uniform-decode
+  // bucket, or in no bucket (eagerly, as itself). false when a mixed bucket holds it.
+  bool decodes_as_uniform(int64_t num_reqs, bool prefer_uniform) const;
 
   // Every bucket, largest first (the capture order: later, smaller graphs reuse the memory the
   // largest one sized).

@@ -174,8 +174,7 @@ int64_t ModelRunner::eager_uniform_query_len(const StepShape& shape) const {
   if (!shape.uniform_decode) return 0;
   // Only a backend that captures mixed batches can see a uniform batch in a mixed bucket.
   if (backend_.attention_graph_support() != GraphSupport::kAlways) return 1;
-  const auto found = buckets_.find(shape.num_tokens, shape.num_reqs, true, options_.prefer_uniform_decode);
-  return !found || found->uniform_decode ? 1 : 0;
+  return buckets_.decodes_as_uniform(shape.num_reqs, options_.prefer_uniform_decode) ? 1 : 0;
 }
 
 StepResult ModelRunner::execute(const std::vector<ScheduledRequest>& requests) {
