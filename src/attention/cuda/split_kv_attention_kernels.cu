@@ -8,18 +8,19 @@
 // every grid-th of the batch's units, numbered split-major up to the largest split count in the
 // batch, so that no CTA is launched only to find its split empty (with a CTA per allowed split, 30
 // of 32 did at 512 of context, and each took an SM's slot for a while). A unit's 16 packed rows
-// are (token, query head of h's GQA group) pairs, so a KV tile read from HBM serves the whole group. KV tiles of 64 positions are gathered through
-// block_table into a 3-stage cp.async pipeline; each warp takes a 16-position slice of every tile
-// with its own online softmax (bf16 mma.sync, fp32 accumulation), and at the end the 4 warps'
-// states are merged in shared memory in warp order. A request with a single split writes its bf16
-// output directly; otherwise the split writes its normalized fp32 partial output and log-sum-exp
-// and counts itself in on its row group's arrival counter, and the CTA that brings the last split
-// combines the row group's rows: per (token, query head), weights 2^(lse_s - max) over the
-// request's splits, summed in split order from the workspace, so which CTA combines does not
-// change the bits. Combining there rather than in a second kernel saves a launch per layer (a
-// kernel's latency, 2-3 us, in a CUDA-graph decode step). Padded requests (seq_lens 0 or zero
-// query tokens) and units past the request's split count or rows are skipped before writing or
-// counting anything, so padded requests write nothing.
+// are (token, query head of h's GQA group) pairs, so a KV tile read from HBM serves the whole
+// group. KV tiles of 64 positions are gathered through block_table into a 3-stage cp.async
+// pipeline; each warp takes a 16-position slice of every tile with its own online softmax (bf16
+// mma.sync, fp32 accumulation), and at the end the 4 warps' states are merged in shared memory in
+// warp order. A request with a single split writes its bf16 output directly; otherwise the split
+// writes its normalized fp32 partial output and log-sum-exp and counts itself in on its row
+// group's arrival counter, and the CTA that brings the last split combines the row group's rows:
+// per (token, query head), weights 2^(lse_s - max) over the request's splits, summed in split
+// order from the workspace, so which CTA combines does not change the bits. Combining there
+// rather than in a second kernel saves a launch per layer (a kernel's latency, 2-3 us, in a
+// CUDA-graph decode step). Padded requests (seq_lens 0 or zero query tokens) and units past the
+// request's split count or rows are skipped before writing or counting anything, so padded
+// requests write nothing.
 #include "attention/cuda/paged_kv_walk.h"
 #include "attention/cuda/split_kv_attention_kernels.h"
 #include "backend/cuda/cuda_check.h"
@@ -41,6 +42,12 @@ struct RequestView {
   SplitKvPlan plan;
 };
 
+// The context a request's splits walk: its seq_len, never past its block table row. view_request
+// and batch_max_splits must agree on it, or the loop would stop short of a request's last splits.
+__device__ __forceinline__ int walked_context(const SplitKvParams& p, int seq_len) {
+  return min(seq_len, p.max_blocks * p.block_size);
+}
+
 // False for a request that does no work: padded (seq_lens 0, zero query tokens) or outside the
 // contract (more than kSplitKvMaxQueryLen query tokens; its rows are then not written).
 __device__ __forceinline__ bool view_request(const SplitKvParams& p, int req, RequestView& v) {
@@ -49,7 +56,7 @@ __device__ __forceinline__ bool view_request(const SplitKvParams& p, int req, Re
   v.q_begin = p.query_start_loc[req];
   v.num_query = p.query_start_loc[req + 1] - v.q_begin;
   if (v.num_query <= 0 || v.num_query > kSplitKvMaxQueryLen || v.q_begin < 0) return false;
-  v.ctx = min(seq_len, p.max_blocks * p.block_size);  // never past the table row
+  v.ctx = walked_context(p, seq_len);
   v.plan = split_kv_plan(v.ctx, p.max_splits);
   return true;
 }
@@ -110,8 +117,9 @@ __device__ __forceinline__ void combine_splits(const SplitKvParams& p, const Req
 //
 // Walks split `split` of request `req` for row group `row` (KV head kv_head, packed rows from m0;
 // row indexes the request's arrival counters) and writes its output (one split) or its partial and
-// arrival, combining the row group if it brings the last split. PDL: the split's plan, its block ids and its first tiles' earlier rows are
-// requested before the wait (kReadsBeforePdlWait), Q and the step's rows after it.
+// arrival, combining the row group if it brings the last split. PDL: the split's plan, its block
+// ids and its first tiles' earlier rows are requested before the wait (kReadsBeforePdlWait), Q and
+// the step's rows after it.
 template <int HD>
 __device__ __forceinline__ void walk_split(const SplitKvParams& p, const RequestView& v, int split, int req, int row,
                                            int row_groups_per_req, int kv_head, int m0, int group,
@@ -209,8 +217,7 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
 __device__ __forceinline__ int batch_max_splits(const SplitKvParams& p) {
   int most = 0;
   for (int r = threadIdx.x; r < p.num_reqs; r += 32) {
-    const int ctx = min(p.seq_lens[r], p.max_blocks * p.block_size);
-    most = max(most, split_kv_plan(ctx, p.max_splits).num_splits);
+    most = max(most, split_kv_plan(walked_context(p, p.seq_lens[r]), p.max_splits).num_splits);
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) most = max(most, __shfl_xor_sync(kFullMask, most, o));
