@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attention/attention_contract.h"
+#include "attention/cuda/split_kv_attention_kernels.h"
 #include "backend/backend.h"
 
 namespace fg {
@@ -62,7 +63,9 @@ class AttentionBackend {
 // Factories; "flash" (graph support: always), "split_kv" (uniform_decode) and "auto" (always:
 // split_kv for the small uniform decode batches it serves better, flash for the rest).
 std::unique_ptr<AttentionBackend> make_flash_attention(const AttentionLimits& limits);
-std::unique_ptr<AttentionBackend> make_split_kv_attention(const AttentionLimits& limits);
+// bounds: the split policy's (split_kv_attention_kernels.h); the defaults are the `split_kv` backend's.
+std::unique_ptr<AttentionBackend> make_split_kv_attention(const AttentionLimits& limits,
+                                                         const attn::SplitKvBounds& bounds = {});
 std::unique_ptr<AttentionBackend> make_auto_attention(const AttentionLimits& limits);
 std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& name, const AttentionLimits& limits);
 

@@ -13,9 +13,10 @@
 //     it with the default (the last real offset) so that one padding serves every backend.
 //   - block_table rows of padded requests are 0 (never read); rows of q past the real tokens are
 //     not written; num_tokens must fit the workspace rows.
-//   - split count of a request: split_kv_plan(seq_len, max_splits) with max_splits = min(32,
-//     ceil(max_context / 256)) fixed at construction — a function of the request's own context
-//     length, never of the batch, so graph replays and unpadded eager runs agree bit for bit.
+//   - split count of a request: split_kv_plan(seq_len, max_splits, min_chunk) with the bounds fixed
+//     at construction (SplitKvBounds; max_splits lowered to ceil(max_context / min_chunk)) — a
+//     function of the request's own context length, never of the batch, so graph replays and
+//     unpadded eager runs agree bit for bit.
 // Launch parameters: one grid, from shapes and construction constants only: a CTA for every
 // (split, request, row group) the policy allows while they fit the GPU's resident CTAs, else the
 // resident CTAs, each walking every grid-th of the batch's units; which CTA walks a unit does not
@@ -39,7 +40,7 @@ namespace fg {
 
 namespace {
 
-PaddingContract split_kv_contract() {
+PaddingContract split_kv_contract(int min_chunk, int max_splits) {
   PaddingContract c;  // DESIGN.md defaults: seq_lens 0, slots -1, table rows 0, ids/positions 0
   c.extra_requirements = {
       "batches whose metadata say uniform_query_len 1..4 run split-KV; any other batch (mixed prefill + "
@@ -47,9 +48,10 @@ PaddingContract split_kv_contract() {
       "then applies: query_start_loc non-decreasing",
       "seq_lens of padded requests must be 0: a padded request then has no KV splits and writes nothing "
       "(query_start_loc entries of padded requests are not relied on; pad them with the default anyway)",
-      "the KV split count of a request depends only on its seq_len and on max_splits fixed at construction "
-      "(min(32, ceil(max_context / 256))); a request longer than max_context is still correct but uses "
-      "longer chunks",
+      fmt::format("the KV split count of a request depends only on its seq_len and on bounds fixed at construction "
+                  "(chunks of at least {} positions, at most {} splits); a request longer than max_context is "
+                  "still correct but uses longer chunks",
+                  min_chunk, max_splits),
       "q may have at most min(max_tokens, 4 * max_reqs) rows (the workspace rows)",
       kReadsBeforePdlWait,
   };
@@ -62,10 +64,18 @@ struct DeviceFree {
 
 class SplitKvAttentionBackend final : public AttentionBackend {
  public:
-  explicit SplitKvAttentionBackend(const AttentionLimits& limits) : limits_(limits), contract_(split_kv_contract()) {
+  SplitKvAttentionBackend(const AttentionLimits& limits, const attn::SplitKvBounds& bounds)
+      : limits_(limits), min_chunk_(bounds.min_chunk) {
     attn::check_attention_limits("split_kv", limits_);
-    const int64_t wanted = (limits_.max_context + attn::kSplitKvMinChunk - 1) / attn::kSplitKvMinChunk;
-    max_splits_ = static_cast<int>(std::clamp<int64_t>(wanted, 1, attn::kSplitKvMaxSplits));
+    FG_CHECK(bounds.min_chunk > 0 && bounds.min_chunk % attn::kSplitKvTileN == 0,
+             "split_kv attention: the smallest chunk must be a positive multiple of {} positions, not {}",
+             attn::kSplitKvTileN, bounds.min_chunk);
+    FG_CHECK(bounds.max_splits >= 1 && bounds.max_splits <= attn::kSplitKvMaxSplits,
+             "split_kv attention: at most 1..{} splits per request, not {}", attn::kSplitKvMaxSplits,
+             bounds.max_splits);
+    const int64_t wanted = (limits_.max_context + min_chunk_ - 1) / min_chunk_;
+    max_splits_ = static_cast<int>(std::clamp<int64_t>(wanted, 1, bounds.max_splits));
+    contract_ = split_kv_contract(min_chunk_, max_splits_);
     partial_rows_ = std::min(limits_.max_tokens, limits_.max_reqs * attn::kSplitKvMaxQueryLen);
     const size_t rows = static_cast<size_t>(max_splits_) * partial_rows_ * limits_.num_heads;
     void* out = nullptr;
@@ -102,7 +112,7 @@ class SplitKvAttentionBackend final : public AttentionBackend {
         "ceil(L / {}))), {}); 16 packed rows (GQA group of {}) x 64 KV positions per tile, 4 warps x 16-position "
         "slices, 3-stage cp.async, {} KiB smem/CTA (hd {}); up to {} resident CTAs walking the batch's (split, request, "
         "{} KV heads x row groups) units, combined by each row group's last split; workspace {:.1f} MiB",
-        attn::kSplitKvMaxQueryLen, max_splits_, attn::kSplitKvMinChunk, attn::kSplitKvTileN,
+        attn::kSplitKvMaxQueryLen, max_splits_, min_chunk_, attn::kSplitKvTileN,
         limits_.num_heads / limits_.num_kv_heads, attn::split_kv_smem_bytes(static_cast<int>(limits_.head_dim)) / 1024,
         limits_.head_dim, resident_ctas_, limits_.num_kv_heads, workspace_mib);
   }
@@ -138,6 +148,7 @@ class SplitKvAttentionBackend final : public AttentionBackend {
     p.block_magic = attn::block_size_magic(limits_.block_size);
     p.scale_log2 = scale * std::numbers::log2e_v<float>;
     p.max_splits = max_splits_;
+    p.min_chunk = min_chunk_;
     p.partial_rows = static_cast<int>(partial_rows_);
     p.resident_ctas = resident_ctas_;
     attn::launch_split_kv_attention(p, stream);
@@ -146,6 +157,7 @@ class SplitKvAttentionBackend final : public AttentionBackend {
  private:
   AttentionLimits limits_;
   PaddingContract contract_;
+  int min_chunk_ = 256;
   int max_splits_ = 1;
   int resident_ctas_ = 1;  // CTAs of the split kernel the GPU holds at once
   int64_t partial_rows_ = 0;
@@ -158,8 +170,9 @@ class SplitKvAttentionBackend final : public AttentionBackend {
 
 }  // namespace
 
-std::unique_ptr<AttentionBackend> make_split_kv_attention(const AttentionLimits& limits) {
-  return std::make_unique<SplitKvAttentionBackend>(limits);
+std::unique_ptr<AttentionBackend> make_split_kv_attention(const AttentionLimits& limits,
+                                                         const attn::SplitKvBounds& bounds) {
+  return std::make_unique<SplitKvAttentionBackend>(limits, bounds);
 }
 
 }  // namespace fg

@@ -10,26 +10,36 @@
 
 namespace fg::attn {
 
-// Split policy constants. A request of context L is cut into
+// Split policy. A request of context L is cut into
 //   num_splits(L) = ceil(L / chunk(L)) pieces, chunk(L) = round_up(ceil(L / min(max_splits,
-//   ceil(L / kSplitKvMinChunk))), kSplitKvTileN),
-// a function of L and of the backend's fixed max_splits only — never of the batch — so a
-// request's arithmetic is the same alone, in any batch and under any padding (DESIGN.md point 7).
+//   ceil(L / min_chunk))), kSplitKvTileN),
+// a function of L and of the backend's bounds (min_chunk, max_splits: SplitKvBounds, fixed at
+// construction) only — never of the batch — so a request's arithmetic is the same alone, in any
+// batch and under any padding (DESIGN.md point 7).
 constexpr int kSplitKvTileN = 64;       // KV positions per pipeline stage
-constexpr int kSplitKvMinChunk = 256;   // a split walks at least this many positions (4 tiles)
 constexpr int kSplitKvMaxSplits = 32;   // upper bound of max_splits (the combine uses a lane per split)
 constexpr int kSplitKvMaxQueryLen = 4;  // uniform query lengths 1..4 are served
 constexpr int kSplitKvRowsPerCta = 16;  // packed (token, head) rows per CTA: one m16 MMA tile
 constexpr int kSplitKvThreads = 128;    // 4 warps, each a 16-position slice of every KV tile
+
+// The split policy's bounds, fixed when a backend is built: a split walks at least min_chunk
+// positions (a multiple of kSplitKvTileN) and a request has at most max_splits splits (1..32;
+// the backend lowers it further to what max_context can use). Shorter chunks give a lone request
+// more CTAs but make a fuller batch pay more partials and merges (bench/RESULTS.md, session 13
+// run 2); the `auto` backend picks bounds by the batch's bucket (auto_attention.h).
+struct SplitKvBounds {
+  int min_chunk = 256;
+  int max_splits = kSplitKvMaxSplits;
+};
 
 struct SplitKvPlan {
   int num_splits;  // 0 for a padded request (L <= 0)
   int chunk;       // positions per split, a multiple of kSplitKvTileN
 };
 
-__host__ __device__ constexpr SplitKvPlan split_kv_plan(int context_len, int max_splits) {
+__host__ __device__ constexpr SplitKvPlan split_kv_plan(int context_len, int max_splits, int min_chunk) {
   if (context_len <= 0) return {0, 0};
-  int wanted = (context_len + kSplitKvMinChunk - 1) / kSplitKvMinChunk;
+  int wanted = (context_len + min_chunk - 1) / min_chunk;
   if (wanted > max_splits) wanted = max_splits;
   int chunk = (context_len + wanted - 1) / wanted;
   chunk = (chunk + kSplitKvTileN - 1) / kSplitKvTileN * kSplitKvTileN;
@@ -53,7 +63,8 @@ struct SplitKvParams {
   int block_size, max_blocks;
   uint32_t block_magic;    // ceil(2^32 / block_size)
   float scale_log2;        // softmax scale * log2(e)
-  int max_splits;          // the policy's cap: a construction constant
+  int max_splits;          // the policy's bounds (SplitKvBounds): construction constants
+  int min_chunk;
   int partial_rows;        // rows of the workspace
   int resident_ctas;       // CTAs of the kernel the GPU holds at once (split_kv_attention_prepare): the grid's cap
 };
