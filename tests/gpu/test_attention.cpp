@@ -330,9 +330,10 @@ void check_replay_with_new_metadata(const std::string& name, const Config& cfg, 
   FG_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
-// A request alone and the same request (same q, same KV values) inside a padded batch of others.
-void check_batch_independence(const std::string& name, const Config& cfg, const std::vector<Req>& others, Req lone,
-                              int reqs_padded, int n_padded) {
+// A request alone and the same request (same q, same KV values) inside a padded batch of others,
+// on `backend` (`name` labels it).
+void check_batch_independence(AttentionBackend& backend, const std::string& name, const Config& cfg,
+                              const std::vector<Req>& others, Req lone, int reqs_padded, int n_padded) {
   std::mt19937 rng(11);
   std::vector<Req> batch = others;
   const int position = static_cast<int>(batch.size()) / 2;
@@ -352,16 +353,21 @@ void check_batch_independence(const std::string& name, const Config& cfg, const 
   alone.q.values.assign(big.q.values.begin() + big.qsl[position] * w,
                         big.q.values.begin() + big.qsl[position + 1] * w);
 
-  auto backend = make_attention_backend(name, limits_for(cfg));
   const DeviceStep d_big = to_device(big);
-  const std::vector<uint16_t> first = run_gpu(*backend, big, d_big);
-  const std::vector<uint16_t> second = run_gpu(*backend, big, d_big);
+  const std::vector<uint16_t> first = run_gpu(backend, big, d_big);
+  const std::vector<uint16_t> second = run_gpu(backend, big, d_big);
   EXPECT_EQ(first, second) << name << " " << cfg.label() << ": the same batch gave different bits on a second run";
   expect_matches_cpu(big, first, run_cpu(big));
-  const std::vector<uint16_t> lone_out = run_gpu(*backend, alone, to_device(alone));
+  const std::vector<uint16_t> lone_out = run_gpu(backend, alone, to_device(alone));
   EXPECT_EQ(differing_elements(big, first, position, alone, lone_out, 0), 0u)
       << name << " " << cfg.label() << ": request (" << lone.query_len << " tokens, context " << lone.context
       << ") differs alone and in a padded batch";
+}
+
+void check_batch_independence(const std::string& name, const Config& cfg, const std::vector<Req>& others, Req lone,
+                              int reqs_padded, int n_padded) {
+  auto backend = make_attention_backend(name, limits_for(cfg));
+  check_batch_independence(*backend, name, cfg, others, lone, reqs_padded, n_padded);
 }
 
 // The kernels request KV tiles before their PDL wait (kReadsBeforePdlWait), while the kernel before
@@ -626,6 +632,49 @@ TEST(AttentionSplitKv, CtasWalkingSeveralUnitsKeepTheBits) {
   }
 }
 
+std::string bounds_label(const attn::SplitKvBounds& b) {
+  return "split_kv bounds (" + std::to_string(b.min_chunk) + ", " + std::to_string(b.max_splits) + ", " +
+         std::to_string(b.tile_splits) + ")";
+}
+
+// The bounds `auto` gives batches of 1, 2, 4 and 8 requests on the H200 (auto_attention.h), and
+// short chunks without tile splits: every context, every head layout, against the CPU; requests
+// stay independent of their batch; and the bounds reach the kernel (a 1000-position context takes
+// 16 one-tile splits under the first bounds, 4 under the defaults, so the bits differ).
+TEST(AttentionSplitKv, OtherBoundsMatchCpuAndKeepRequestsIndependent) {
+  FG_REQUIRE_GPU();
+  std::mt19937 rng(25);
+  const std::vector<attn::SplitKvBounds> all_bounds = {
+      {256, 32, 16}, {256, 16, 8}, {256, 8, 4}, {256, 4, 2}, {64, 8, 0}};
+  for (const attn::SplitKvBounds& bounds : all_bounds) {
+    SCOPED_TRACE(bounds_label(bounds));
+    for (const Config& cfg : all_configs()) {
+      const Step s = make_step(cfg, uniform_batch(1, kDecodeContexts), rng);
+      auto backend = make_split_kv_attention(limits_for(cfg), bounds);
+      expect_matches_cpu(s, run_gpu(*backend, s, to_device(s)), run_cpu(s));
+    }
+    const Config cfg{128, 2, 4, 16};
+    auto backend = make_split_kv_attention(limits_for(cfg), bounds);
+    for (int context : {300, 20000})
+      check_batch_independence(*backend, bounds_label(bounds), cfg, uniform_batch(1, {300, 700, 64, 5000}),
+                               {1, context}, 12, 12);
+  }
+  const Config cfg{128, 2, 4, 16};
+  const Step s = make_step(cfg, uniform_batch(1, {1000}), rng);
+  const DeviceStep d = to_device(s);
+  auto tiles = make_split_kv_attention(limits_for(cfg), all_bounds[0]);
+  auto defaults = make_split_kv_attention(limits_for(cfg));
+  EXPECT_NE(run_gpu(*tiles, s, d), run_gpu(*defaults, s, d)) << "the bounds did not change the splits";
+}
+
+TEST(AttentionSplitKvContract, RefusesBoundsOutsideThePolicy) {
+  FG_REQUIRE_GPU();
+  for (const attn::SplitKvBounds& bad : std::vector<attn::SplitKvBounds>{
+           {100, 32, 0}, {0, 32, 0}, {256, 0, 0}, {256, 33, 0}, {256, 8, 9}, {256, 8, -1}}) {
+    EXPECT_THROW(make_split_kv_attention(limits_for({}), bad), Error) << bounds_label(bad);
+  }
+}
+
 TEST(AttentionFlash, ReadsTheStepsRowsOnlyAfterTheKernelBefore) {
   FG_REQUIRE_GPU();
   for (const Config& cfg : {Config{128, 2, 4, 16}, Config{64, 2, 8, 16}}) {
@@ -678,7 +727,8 @@ int device_sm_count() {
 }
 
 // Each step's output from `auto` has exactly the bits of the backend auto_attention_splits names
-// for it (its request count's bucket under the capture sizes given), and matches the CPU. 8 KV
+// for it (its request count's bucket under the capture sizes given; split_kv with the bounds
+// auto_split_bounds gives that bucket), and matches the CPU. 8 KV
 // heads as in Llama 3, long contexts so that split_kv's combine makes its bits differ from flash's.
 TEST(AttentionAuto, RunsTheBackendItsRuleNames) {
   FG_REQUIRE_GPU();
@@ -708,15 +758,19 @@ TEST(AttentionAuto, RunsTheBackendItsRuleNames) {
     auto a = make_attention_backend("auto", limits_for(cfg));
     if (!c.capture_sizes.empty()) a->set_capture_sizes(c.capture_sizes);
     a->set_batch_invariant(c.batch_invariant);
-    auto split = make_attention_backend("split_kv", limits_for(cfg));
+    const int64_t bucket = SizeBuckets(c.capture_sizes).of(s.reqs).hi;
+    const bool splits = !c.batch_invariant && attn::auto_attention_splits(bucket, cfg.num_kv_heads, cfg.group,
+                                                                          s.uniform_query_len, sms);
+    // split_kv with the bounds auto gives this bucket (the defaults where it runs flash).
+    const int64_t units =
+        bucket * cfg.num_kv_heads * attn::split_kv_row_groups(std::max(s.uniform_query_len, 1), cfg.group);
+    auto split =
+        make_split_kv_attention(limits_for(cfg), splits ? attn::auto_split_bounds(units, sms) : attn::SplitKvBounds{});
     auto flash = make_attention_backend("flash", limits_for(cfg));
     const std::vector<uint16_t> got = run_gpu(*a, s, d);
     expect_matches_cpu(s, got, run_cpu(s));
     const std::vector<uint16_t> split_out = run_gpu(*split, s, d);
     const std::vector<uint16_t> flash_out = run_gpu(*flash, s, d);
-    const int64_t bucket = SizeBuckets(c.capture_sizes).of(s.reqs).hi;
-    const bool splits = !c.batch_invariant && attn::auto_attention_splits(bucket, cfg.num_kv_heads, cfg.group,
-                                                                          s.uniform_query_len, sms);
     if (s.uniform_query_len > 0)  // else split_kv itself hands the batch to flash
       ASSERT_NE(split_out, flash_out) << c.what << ": split_kv and flash agree, so this case shows nothing";
     EXPECT_EQ(got, splits ? split_out : flash_out) << c.what << ": expected " << (splits ? "split_kv" : "flash");

@@ -141,7 +141,7 @@ void print_row(const Result& r) {
 int run_attention_benchmarks(const std::string& json_out, AttentionBenchKinds kinds) {
   cudaDeviceProp prop{};
   FG_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  const std::vector<int> batches = {1, 4, 8, 16, 32, 64};
+  const std::vector<int> batches = {1, 2, 4, 8, 16, 32, 64};
   const std::vector<int> contexts = {512, 1024, 4096, 8192, 16384, 32768};
   const std::vector<int> prefill_lens = {512, 1024, 2048, 4096, 8192};
   constexpr int kPrefillTokens = 16384;

@@ -13,8 +13,8 @@
 //     it with the default (the last real offset) so that one padding serves every backend.
 //   - block_table rows of padded requests are 0 (never read); rows of q past the real tokens are
 //     not written; num_tokens must fit the workspace rows.
-//   - split count of a request: split_kv_plan(seq_len, max_splits, min_chunk) with the bounds fixed
-//     at construction (SplitKvBounds; max_splits lowered to ceil(max_context / min_chunk)) — a
+//   - split count of a request: split_kv_plan(seq_len, bounds) with the bounds fixed at
+//     construction (SplitKvBounds; max_splits lowered to what max_context can use) — a
 //     function of the request's own context length, never of the batch, so graph replays and
 //     unpadded eager runs agree bit for bit.
 // Launch parameters: one grid, from shapes and construction constants only: a CTA for every
@@ -40,7 +40,7 @@ namespace fg {
 
 namespace {
 
-PaddingContract split_kv_contract(int min_chunk, int max_splits) {
+PaddingContract split_kv_contract(const attn::SplitKvBounds& b) {
   PaddingContract c;  // DESIGN.md defaults: seq_lens 0, slots -1, table rows 0, ids/positions 0
   c.extra_requirements = {
       "batches whose metadata say uniform_query_len 1..4 run split-KV; any other batch (mixed prefill + "
@@ -49,9 +49,9 @@ PaddingContract split_kv_contract(int min_chunk, int max_splits) {
       "seq_lens of padded requests must be 0: a padded request then has no KV splits and writes nothing "
       "(query_start_loc entries of padded requests are not relied on; pad them with the default anyway)",
       fmt::format("the KV split count of a request depends only on its seq_len and on bounds fixed at construction "
-                  "(chunks of at least {} positions, at most {} splits); a request longer than max_context is "
-                  "still correct but uses longer chunks",
-                  min_chunk, max_splits),
+                  "(chunks of at least {} positions, or of one tile up to {} splits; at most {} splits); a "
+                  "request longer than max_context is still correct but uses longer chunks",
+                  b.min_chunk, b.tile_splits, b.max_splits),
       "q may have at most min(max_tokens, 4 * max_reqs) rows (the workspace rows)",
       kReadsBeforePdlWait,
   };
@@ -65,7 +65,7 @@ struct DeviceFree {
 class SplitKvAttentionBackend final : public AttentionBackend {
  public:
   SplitKvAttentionBackend(const AttentionLimits& limits, const attn::SplitKvBounds& bounds)
-      : limits_(limits), min_chunk_(bounds.min_chunk) {
+      : limits_(limits), bounds_(bounds) {
     attn::check_attention_limits("split_kv", limits_);
     FG_CHECK(bounds.min_chunk > 0 && bounds.min_chunk % attn::kSplitKvTileN == 0,
              "split_kv attention: the smallest chunk must be a positive multiple of {} positions, not {}",
@@ -73,11 +73,15 @@ class SplitKvAttentionBackend final : public AttentionBackend {
     FG_CHECK(bounds.max_splits >= 1 && bounds.max_splits <= attn::kSplitKvMaxSplits,
              "split_kv attention: at most 1..{} splits per request, not {}", attn::kSplitKvMaxSplits,
              bounds.max_splits);
-    const int64_t wanted = (limits_.max_context + min_chunk_ - 1) / min_chunk_;
-    max_splits_ = static_cast<int>(std::clamp<int64_t>(wanted, 1, bounds.max_splits));
-    contract_ = split_kv_contract(min_chunk_, max_splits_);
+    FG_CHECK(bounds.tile_splits >= 0 && bounds.tile_splits <= bounds.max_splits,
+             "split_kv attention: tile_splits {} outside 0..max_splits ({})", bounds.tile_splits, bounds.max_splits);
+    // No workspace for more splits than a context of max_context wants (every shorter one wants
+    // at most as many, so lowering the cap to it changes no plan).
+    const int longest = static_cast<int>(std::clamp<int64_t>(limits_.max_context, 1, INT32_MAX));
+    bounds_.max_splits = attn::split_kv_wanted(longest, bounds.max_splits, bounds.min_chunk, bounds.tile_splits);
+    contract_ = split_kv_contract(bounds_);
     partial_rows_ = std::min(limits_.max_tokens, limits_.max_reqs * attn::kSplitKvMaxQueryLen);
-    const size_t rows = static_cast<size_t>(max_splits_) * partial_rows_ * limits_.num_heads;
+    const size_t rows = static_cast<size_t>(bounds_.max_splits) * partial_rows_ * limits_.num_heads;
     void* out = nullptr;
     void* lse = nullptr;
     FG_CUDA_CHECK(cudaMalloc(&out, rows * limits_.head_dim * sizeof(float)));
@@ -103,16 +107,17 @@ class SplitKvAttentionBackend final : public AttentionBackend {
   const PaddingContract& contract() const override { return contract_; }
 
   std::string describe() const override {
-    const double workspace_mib = (static_cast<double>(max_splits_) * partial_rows_ * limits_.num_heads *
+    const double workspace_mib = (static_cast<double>(bounds_.max_splits) * partial_rows_ * limits_.num_heads *
                                       (limits_.head_dim + 1) * sizeof(float) +
                                   static_cast<double>(arrival_counters_) * sizeof(int)) /
                                  (1024.0 * 1024.0);
     return fmt::format(
         "split_kv: flash-decoding, q_len 1..{}, splits(L) = ceil(L / chunk), chunk = round_up(ceil(L / min({}, "
-        "ceil(L / {}))), {}); 16 packed rows (GQA group of {}) x 64 KV positions per tile, 4 warps x 16-position "
+        "max(ceil(L / {}), min({}, ceil(L / {}))))), {}); 16 packed rows (GQA group of {}) x 64 KV positions per tile, 4 warps x 16-position "
         "slices, 3-stage cp.async, {} KiB smem/CTA (hd {}); up to {} resident CTAs walking the batch's (split, request, "
         "{} KV heads x row groups) units, combined by each row group's last split; workspace {:.1f} MiB",
-        attn::kSplitKvMaxQueryLen, max_splits_, min_chunk_, attn::kSplitKvTileN,
+        attn::kSplitKvMaxQueryLen, bounds_.max_splits, bounds_.min_chunk, bounds_.tile_splits, attn::kSplitKvTileN,
+        attn::kSplitKvTileN,
         limits_.num_heads / limits_.num_kv_heads, attn::split_kv_smem_bytes(static_cast<int>(limits_.head_dim)) / 1024,
         limits_.head_dim, resident_ctas_, limits_.num_kv_heads, workspace_mib);
   }
@@ -147,8 +152,9 @@ class SplitKvAttentionBackend final : public AttentionBackend {
     p.max_blocks = s.max_blocks;
     p.block_magic = attn::block_size_magic(limits_.block_size);
     p.scale_log2 = scale * std::numbers::log2e_v<float>;
-    p.max_splits = max_splits_;
-    p.min_chunk = min_chunk_;
+    p.max_splits = bounds_.max_splits;
+    p.min_chunk = bounds_.min_chunk;
+    p.tile_splits = bounds_.tile_splits;
     p.partial_rows = static_cast<int>(partial_rows_);
     p.resident_ctas = resident_ctas_;
     attn::launch_split_kv_attention(p, stream);
@@ -157,8 +163,7 @@ class SplitKvAttentionBackend final : public AttentionBackend {
  private:
   AttentionLimits limits_;
   PaddingContract contract_;
-  int min_chunk_ = 256;
-  int max_splits_ = 1;
+  attn::SplitKvBounds bounds_;  // max_splits lowered to what max_context uses
   int resident_ctas_ = 1;  // CTAs of the split kernel the GPU holds at once
   int64_t partial_rows_ = 0;
   int64_t arrival_counters_ = 0;

@@ -57,7 +57,7 @@ __device__ __forceinline__ bool view_request(const SplitKvParams& p, int req, Re
   v.num_query = p.query_start_loc[req + 1] - v.q_begin;
   if (v.num_query <= 0 || v.num_query > kSplitKvMaxQueryLen || v.q_begin < 0) return false;
   v.ctx = walked_context(p, seq_len);
-  v.plan = split_kv_plan(v.ctx, p.max_splits, p.min_chunk);
+  v.plan = split_kv_plan(v.ctx, p.max_splits, p.min_chunk, p.tile_splits);
   return true;
 }
 
@@ -217,7 +217,7 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
 __device__ __forceinline__ int batch_max_splits(const SplitKvParams& p) {
   int most = 0;
   for (int r = threadIdx.x; r < p.num_reqs; r += 32) {
-    most = max(most, split_kv_plan(walked_context(p, p.seq_lens[r]), p.max_splits, p.min_chunk).num_splits);
+    most = max(most, split_kv_plan(walked_context(p, p.seq_lens[r]), p.max_splits, p.min_chunk, p.tile_splits).num_splits);
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) most = max(most, __shfl_xor_sync(kFullMask, most, o));

@@ -11,11 +11,11 @@
 namespace fg::attn {
 
 // Split policy. A request of context L is cut into
-//   num_splits(L) = ceil(L / chunk(L)) pieces, chunk(L) = round_up(ceil(L / min(max_splits,
-//   ceil(L / min_chunk))), kSplitKvTileN),
-// a function of L and of the backend's bounds (min_chunk, max_splits: SplitKvBounds, fixed at
-// construction) only — never of the batch — so a request's arithmetic is the same alone, in any
-// batch and under any padding (DESIGN.md point 7).
+//   num_splits(L) = ceil(L / chunk(L)) pieces, chunk(L) = round_up(ceil(L / wanted(L)), kSplitKvTileN),
+//   wanted(L) = min(max_splits, max(ceil(L / min_chunk), min(tile_splits, ceil(L / kSplitKvTileN)))),
+// a function of L and of the backend's bounds (SplitKvBounds, fixed at construction) only — never
+// of the batch — so a request's arithmetic is the same alone, in any batch and under any padding
+// (DESIGN.md point 7).
 constexpr int kSplitKvTileN = 64;       // KV positions per pipeline stage
 constexpr int kSplitKvMaxSplits = 32;   // upper bound of max_splits (the combine uses a lane per split)
 constexpr int kSplitKvMaxQueryLen = 4;  // uniform query lengths 1..4 are served
@@ -23,13 +23,18 @@ constexpr int kSplitKvRowsPerCta = 16;  // packed (token, head) rows per CTA: on
 constexpr int kSplitKvThreads = 128;    // 4 warps, each a 16-position slice of every KV tile
 
 // The split policy's bounds, fixed when a backend is built: a split walks at least min_chunk
-// positions (a multiple of kSplitKvTileN) and a request has at most max_splits splits (1..32;
-// the backend lowers it further to what max_context can use). Shorter chunks give a lone request
-// more CTAs but make a fuller batch pay more partials and merges (bench/RESULTS.md, session 13
-// run 2); the `auto` backend picks bounds by the batch's bucket (auto_attention.h).
+// positions (a multiple of kSplitKvTileN), except that a short context may still reach tile_splits
+// splits with chunks as short as one tile; and a request has at most max_splits splits (1..32; the
+// backend lowers it further to what max_context can use). Every split a CTA walks pays a pipeline
+// fill and a partial to merge, so the best bounds depend on how many requests share the GPU: a
+// lone request wants many short splits, a batch of 8 few long ones (bench/RESULTS.md, session 13
+// run 3). The `split_kv` backend keeps the defaults; `auto` picks bounds by the batch's bucket
+// (auto_attention.h), with one split_kv backend for each.
 struct SplitKvBounds {
   int min_chunk = 256;
   int max_splits = kSplitKvMaxSplits;
+  int tile_splits = 0;  // 0: chunks never shorter than min_chunk
+  friend constexpr bool operator==(const SplitKvBounds&, const SplitKvBounds&) = default;
 };
 
 struct SplitKvPlan {
@@ -37,10 +42,20 @@ struct SplitKvPlan {
   int chunk;       // positions per split, a multiple of kSplitKvTileN
 };
 
-__host__ __device__ constexpr SplitKvPlan split_kv_plan(int context_len, int max_splits, int min_chunk) {
-  if (context_len <= 0) return {0, 0};
+// wanted(L) of the policy above (context_len >= 1): non-decreasing in L, so wanted(max_context)
+// bounds the splits of every shorter context.
+__host__ __device__ constexpr int split_kv_wanted(int context_len, int max_splits, int min_chunk, int tile_splits) {
   int wanted = (context_len + min_chunk - 1) / min_chunk;
-  if (wanted > max_splits) wanted = max_splits;
+  const int tiles = (context_len + kSplitKvTileN - 1) / kSplitKvTileN;
+  const int short_splits = tiles < tile_splits ? tiles : tile_splits;
+  if (wanted < short_splits) wanted = short_splits;
+  return wanted < max_splits ? wanted : max_splits;
+}
+
+__host__ __device__ constexpr SplitKvPlan split_kv_plan(int context_len, int max_splits, int min_chunk,
+                                                        int tile_splits) {
+  if (context_len <= 0) return {0, 0};
+  const int wanted = split_kv_wanted(context_len, max_splits, min_chunk, tile_splits);
   int chunk = (context_len + wanted - 1) / wanted;
   chunk = (chunk + kSplitKvTileN - 1) / kSplitKvTileN * kSplitKvTileN;
   return {(context_len + chunk - 1) / chunk, chunk};
@@ -65,6 +80,7 @@ struct SplitKvParams {
   float scale_log2;        // softmax scale * log2(e)
   int max_splits;          // the policy's bounds (SplitKvBounds): construction constants
   int min_chunk;
+  int tile_splits;
   int partial_rows;        // rows of the workspace
   int resident_ctas;       // CTAs of the kernel the GPU holds at once (split_kv_attention_prepare): the grid's cap
 };
