@@ -308,7 +308,11 @@ void check_replay_with_new_metadata(const std::string& name, const Config& cfg, 
   const Step b = make_step(cfg, batch_b, rng, reqs_padded, n_padded, max_blocks, num_blocks);
   ASSERT_EQ(a.n, b.n);
   ASSERT_EQ(a.reqs, b.reqs);
+  // The graph's request count is a capture size, as in the runner: an eager run of any batch the
+  // graph holds then falls in the graph's bucket (`auto` chooses its kernel by bucket).
+  const std::vector<int64_t> capture_sizes = {reqs_padded};
   auto backend = make_attention_backend(name, limits_for(cfg));
+  backend->set_capture_sizes(capture_sizes);
   const DeviceStep d = to_device(a);
   cudaStream_t stream;
   FG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -321,6 +325,7 @@ void check_replay_with_new_metadata(const std::string& name, const Config& cfg, 
       expect_matches_cpu(*s, replayed, run_cpu(*s));
       const Step u = unpadded(*s);
       auto fresh_backend = make_attention_backend(name, limits_for(cfg));
+      fresh_backend->set_capture_sizes(capture_sizes);
       const std::vector<uint16_t> eager = run_gpu(*fresh_backend, u, to_device(u));
       for (int r = 0; r < s->reqs_real; ++r)
         EXPECT_EQ(differing_elements(*s, replayed, r, u, eager, r), 0u)

@@ -115,7 +115,8 @@ class AutoAttentionBackend final : public AttentionBackend {
         const std::optional<attn::SplitKvBounds> bounds = split_bounds(top, query_len);
         if (!bounds) continue;
         any = true;
-        auto same = std::find_if(splits_.begin(), splits_.end(), [&](const SplitBackend& s) { return s.bounds == *bounds; });
+        auto same =
+            std::find_if(splits_.begin(), splits_.end(), [&](const SplitBackend& s) { return s.bounds == *bounds; });
         if (same == splits_.end()) same = splits_.insert(splits_.end(), SplitBackend{*bounds, 0, 0, nullptr});
         same->largest_bucket = std::max(same->largest_bucket, top);
       }
@@ -144,7 +145,8 @@ class AutoAttentionBackend final : public AttentionBackend {
         split_bounds(bucket_reqs, static_cast<int>(meta.uniform_query_len));
     if (!bounds) return nullptr;
     for (const SplitBackend& s : splits_)
-      if (s.bounds == *bounds && s.largest_bucket >= bucket_reqs) return q.dim(0) <= s.max_rows ? s.backend.get() : nullptr;
+      if (s.bounds == *bounds && s.largest_bucket >= bucket_reqs)
+        return q.dim(0) <= s.max_rows ? s.backend.get() : nullptr;
     FG_CHECK(false, "auto attention: no split_kv backend built for a bucket of {} requests (max_reqs {})",
              bucket_reqs, limits_.max_reqs);
     return nullptr;

@@ -113,13 +113,13 @@ class SplitKvAttentionBackend final : public AttentionBackend {
                                  (1024.0 * 1024.0);
     return fmt::format(
         "split_kv: flash-decoding, q_len 1..{}, splits(L) = ceil(L / chunk), chunk = round_up(ceil(L / min({}, "
-        "max(ceil(L / {}), min({}, ceil(L / {}))))), {}); 16 packed rows (GQA group of {}) x 64 KV positions per tile, 4 warps x 16-position "
-        "slices, 3-stage cp.async, {} KiB smem/CTA (hd {}); up to {} resident CTAs walking the batch's (split, request, "
-        "{} KV heads x row groups) units, combined by each row group's last split; workspace {:.1f} MiB",
+        "max(ceil(L / {}), min({}, ceil(L / {}))))), {}); 16 packed rows (GQA group of {}) x 64 KV positions per "
+        "tile, 4 warps x 16-position slices, 3-stage cp.async, {} KiB smem/CTA (hd {}); up to {} resident CTAs "
+        "walking the batch's (split, request, {} KV heads x row groups) units, combined by each row group's last "
+        "split; workspace {:.1f} MiB",
         attn::kSplitKvMaxQueryLen, bounds_.max_splits, bounds_.min_chunk, bounds_.tile_splits, attn::kSplitKvTileN,
-        attn::kSplitKvTileN,
-        limits_.num_heads / limits_.num_kv_heads, attn::split_kv_smem_bytes(static_cast<int>(limits_.head_dim)) / 1024,
-        limits_.head_dim, resident_ctas_, limits_.num_kv_heads, workspace_mib);
+        attn::kSplitKvTileN, limits_.num_heads / limits_.num_kv_heads,
+        attn::split_kv_smem_bytes(static_cast<int>(limits_.head_dim)) / 1024, limits_.head_dim, resident_ctas_, limits_.num_kv_heads, workspace_mib);
   }
 
   void run(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale, const Tensor& out,

@@ -217,7 +217,8 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
 __device__ __forceinline__ int batch_max_splits(const SplitKvParams& p) {
   int most = 0;
   for (int r = threadIdx.x; r < p.num_reqs; r += 32) {
-    most = max(most, split_kv_plan(walked_context(p, p.seq_lens[r]), p.max_splits, p.min_chunk, p.tile_splits).num_splits);
+    const SplitKvPlan plan = split_kv_plan(walked_context(p, p.seq_lens[r]), p.max_splits, p.min_chunk, p.tile_splits);
+    most = max(most, plan.num_splits);
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) most = max(most, __shfl_xor_sync(kFullMask, most, o));
@@ -225,9 +226,9 @@ __device__ __forceinline__ int batch_max_splits(const SplitKvParams& p) {
 }
 
 // kSeveralUnits false: the grid is a CTA for every (row group, split) the policy allows; CTA u
-// walks split u % max_splits of row group u / max_splits, or nothing, and need not know the rest of
-// the batch. true: fewer CTAs than that (the resident ones), each walking every grid-th of the
-// batch's units, numbered split-major up to the largest split count in the batch. (Numbered
+// walks unit u (numbered as the loop's), or nothing, and need not know the rest of the batch.
+// true: fewer CTAs than that (the resident ones), each walking every grid-th of the batch's
+// units, numbered split-major up to the largest split count in the batch. (Numbered
 // row-major instead, so that a row group's splits run side by side, long contexts took 1.1-1.9x as
 // long: session 12 run 4.) Two kernels rather than one with both paths: the one-unit path kept in
 // the same kernel as the loop (220 registers rather than 163 at hd 128) ran 1.4-3.4% slower at
@@ -244,8 +245,12 @@ __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKv
   const int group = p.num_heads / p.num_kv_heads;
   const int per_req = p.num_kv_heads * row_groups;  // row groups of a request
   if constexpr (!kSeveralUnits) {
-    const int split = blockIdx.x % p.max_splits, req = blockIdx.x / p.max_splits / per_req;
-    const int row = blockIdx.x / p.max_splits % per_req;
+    // Numbered split-major like the loop's units, so that the CTAs with work (the low splits) come
+    // first and the block scheduler spreads them one per SM; numbered row-major, a batch of 4 or 8
+    // whose requests use fewer splits than the cap put two busy CTAs on an SM while others stood
+    // idle (session 13 run 4: batch 8 at 512 of context 10.0 us against 9.0 through the loop).
+    const int rows = p.num_reqs * per_req;
+    const int split = blockIdx.x / rows, req = blockIdx.x % rows / per_req, row = blockIdx.x % per_req;
     const int kv_head = row / row_groups, m0 = (row % row_groups) * kRows;
     RequestView v;
     if (!view_request(p, req, v) || split >= v.plan.num_splits || m0 >= v.num_query * group) {
