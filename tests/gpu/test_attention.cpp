@@ -642,15 +642,15 @@ std::string bounds_label(const attn::SplitKvBounds& b) {
          std::to_string(b.tile_splits) + ")";
 }
 
-// The bounds `auto` gives batches of 1, 2, 4 and 8 requests on the H200 (auto_attention.h), and
-// short chunks without tile splits: every context, every head layout, against the CPU; requests
+// The bounds `auto` gives batches of 1, 2, 4 and 8 requests on the H200 at hd 128 (and 2, 4, 8 at
+// hd 64: auto_attention.h), and short chunks without tile splits: every context, every head layout, against the CPU; requests
 // stay independent of their batch; and the bounds reach the kernel (a 1000-position context takes
 // 16 one-tile splits under the first bounds, 4 under the defaults, so the bits differ).
 TEST(AttentionSplitKv, OtherBoundsMatchCpuAndKeepRequestsIndependent) {
   FG_REQUIRE_GPU();
   std::mt19937 rng(25);
   const std::vector<attn::SplitKvBounds> all_bounds = {
-      {256, 32, 16}, {256, 16, 8}, {256, 8, 4}, {256, 4, 2}, {64, 8, 0}};
+      {256, 32, 16}, {256, 16, 8}, {256, 8, 4}, {256, 4, 2}, {256, 32, 8}, {256, 16, 4}, {256, 8, 2}, {64, 8, 0}};
   for (const attn::SplitKvBounds& bounds : all_bounds) {
     SCOPED_TRACE(bounds_label(bounds));
     for (const Config& cfg : all_configs()) {
@@ -739,6 +739,7 @@ TEST(AttentionAuto, RunsTheBackendItsRuleNames) {
   FG_REQUIRE_GPU();
   const Config cfg{128, 8, 4, 16};
   const int sms = device_sm_count();
+  const int resident = attn::split_kv_attention_prepare(cfg.head_dim);
   std::mt19937 rng(41);
   struct Case {
     std::string what;
@@ -769,8 +770,8 @@ TEST(AttentionAuto, RunsTheBackendItsRuleNames) {
     // split_kv with the bounds auto gives this bucket (the defaults where it runs flash).
     const int64_t units =
         bucket * cfg.num_kv_heads * attn::split_kv_row_groups(std::max(s.uniform_query_len, 1), cfg.group);
-    auto split =
-        make_split_kv_attention(limits_for(cfg), splits ? attn::auto_split_bounds(units, sms) : attn::SplitKvBounds{});
+    auto split = make_split_kv_attention(
+        limits_for(cfg), splits ? attn::auto_split_bounds(units, sms, resident) : attn::SplitKvBounds{});
     auto flash = make_attention_backend("flash", limits_for(cfg));
     const std::vector<uint16_t> got = run_gpu(*a, s, d);
     expect_matches_cpu(s, got, run_cpu(s));

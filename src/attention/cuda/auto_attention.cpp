@@ -55,6 +55,7 @@ class AutoAttentionBackend final : public AttentionBackend {
     int device = 0;
     FG_CUDA_CHECK(cudaGetDevice(&device));
     FG_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
+    resident_ctas_ = attn::split_kv_attention_prepare(static_cast<int>(limits_.head_dim));  // flash took the hd
     build_split_backends();
   }
 
@@ -100,7 +101,7 @@ class AutoAttentionBackend final : public AttentionBackend {
     if (!attn::auto_attention_splits(bucket_reqs, limits_.num_kv_heads, group(), query_len, sm_count_))
       return std::nullopt;
     const int64_t units = bucket_reqs * limits_.num_kv_heads * attn::split_kv_row_groups(query_len, group());
-    return attn::auto_split_bounds(units, sm_count_);
+    return attn::auto_split_bounds(units, sm_count_, resident_ctas_);
   }
 
   // One split_kv backend per bounds that some bucket and query length call for, sized for the
@@ -157,6 +158,7 @@ class AutoAttentionBackend final : public AttentionBackend {
   std::vector<SplitBackend> splits_;
   PaddingContract contract_;
   int sm_count_ = 0;
+  int resident_ctas_ = 1;  // split_kv CTAs the GPU holds at once, at this head dim
   SizeBuckets request_buckets_;  // the runner's capture sizes; powers of two until set
   bool batch_invariant_ = false;
 };

@@ -31,29 +31,31 @@ constexpr bool auto_attention_splits(int64_t bucket_reqs, int64_t num_kv_heads, 
 
 // The split_kv bounds (split_kv_attention_kernels.h) for a batch that auto_attention_splits gives
 // to split_kv, from `units`: bucket top x KV heads x row groups, the CTAs that one split of every
-// request takes. Every split pays a pipeline fill and a partial to merge, and the kernel holds two
-// CTAs per SM (hd 128): so at long contexts, about two CTAs per SM in all (max_splits), and at
-// short ones one-tile chunks up to about one per SM (tile_splits); powers of two, at most 32.
-// Measured on the H200 (bench/RESULTS.md, session 13 run 3; hd 128, 8 KV heads, us, against the
-// split_kv backend's fixed bounds (256, 32, 0)): batch 1 at 512 / 1k / 4k / 32k of context: 5.4 /
-// 6.2 / 9.6 / 37.8 with (256, 32, 16) against 7.6 / 8.4 / 9.6 / 37.8; batch 4 at 4k / 32k: 21.1 /
-// 127.7 with 8 splits against 26.2 / 139.4; batch 8 at 4k / 8k: 40.6 / 70.5 against 48.2 / 90.2.
+// request takes. Every split pays a pipeline fill and a partial to merge: so at long contexts
+// about as many CTAs in all as the GPU holds at once (max_splits; `resident_ctas`, 2 per SM at hd
+// 128, 4 at hd 64), and at short ones one-tile chunks up to about one per SM (tile_splits); powers
+// of two, at most 32. Measured on the H200 (bench/RESULTS.md, session 13 runs 4 and 5; hd 128, 8
+// KV heads, us, against the split_kv backend's fixed bounds (256, 32, 0)): batch 1 at 512 / 1k /
+// 4k / 32k of context: 5.3 / 6.1 / 9.8 / 37.7 with (256, 32, 16) against 7.6 / 8.4 / 9.6 / 37.8;
+// batch 4 at 4k / 32k: 21.3 / 128.5 with (256, 8, 4) against 26.2 / 139.3; batch 8 at 512 / 4k /
+// 8k: 9.2 / 36.5 / 66.5 with (256, 4, 2) against 8.7 / 48.0 / 89.5.
 constexpr int auto_floor_pow2(int64_t x) {
   int p = 1;
   while (p < kSplitKvMaxSplits && 2 * int64_t{p} <= x) p *= 2;
   return p;
 }
-constexpr SplitKvBounds auto_split_bounds(int64_t units, int sm_count) {
-  const int max_splits = auto_floor_pow2(2 * int64_t{sm_count} / units);
+constexpr SplitKvBounds auto_split_bounds(int64_t units, int sm_count, int resident_ctas) {
+  const int max_splits = auto_floor_pow2(resident_ctas / units);
   const int tile_splits = units <= sm_count ? auto_floor_pow2(sm_count / units) : 0;
   return {256, max_splits, tile_splits < max_splits ? tile_splits : max_splits};
 }
 
-static_assert(auto_split_bounds(8, 132) == SplitKvBounds{256, 32, 16} &&
-                  auto_split_bounds(16, 132) == SplitKvBounds{256, 16, 8} &&
-                  auto_split_bounds(32, 132) == SplitKvBounds{256, 8, 4} &&
-                  auto_split_bounds(64, 132) == SplitKvBounds{256, 4, 2},
-              "8 KV heads on 132 SMs: batches 1, 2, 4 and 8");
+static_assert(auto_split_bounds(8, 132, 264) == SplitKvBounds{256, 32, 16} &&
+                  auto_split_bounds(16, 132, 264) == SplitKvBounds{256, 16, 8} &&
+                  auto_split_bounds(32, 132, 264) == SplitKvBounds{256, 8, 4} &&
+                  auto_split_bounds(64, 132, 264) == SplitKvBounds{256, 4, 2} &&
+                  auto_split_bounds(64, 132, 528) == SplitKvBounds{256, 8, 2},
+              "8 KV heads on 132 SMs: batches 1, 2, 4 and 8 at hd 128; batch 8 at hd 64");
 static_assert(split_kv_plan(512, 32, 256, 16).num_splits == 8 && split_kv_plan(1024, 32, 256, 16).num_splits == 16 &&
                   split_kv_plan(4096, 32, 256, 16).num_splits == 16 &&
                   split_kv_plan(8192, 32, 256, 16).num_splits == 32 && split_kv_plan(512, 32, 256, 0).num_splits == 2,
