@@ -28,7 +28,7 @@ constexpr int kSplitKvThreads = 128;    // 4 warps, each a 16-position slice of 
 // backend lowers it further to what max_context can use). Every split a CTA walks pays a pipeline
 // fill and a partial to merge, so the best bounds depend on how many requests share the GPU: a
 // lone request wants many short splits, a batch of 8 few long ones (bench/RESULTS.md, session 13
-// run 3). The `split_kv` backend keeps the defaults; `auto` picks bounds by the batch's bucket
+// runs 3 and 4). The `split_kv` backend keeps the defaults; `auto` picks bounds by the batch's bucket
 // (auto_attention.h), with one split_kv backend for each.
 struct SplitKvBounds {
   int min_chunk = 256;
