@@ -148,9 +148,8 @@ class AutoAttentionBackend final : public AttentionBackend {
     for (const SplitBackend& s : splits_)
       if (s.bounds == *bounds && s.largest_bucket >= bucket_reqs)
         return q.dim(0) <= s.max_rows ? s.backend.get() : nullptr;
-    FG_CHECK(false, "auto attention: no split_kv backend built for a bucket of {} requests (max_reqs {})",
-             bucket_reqs, limits_.max_reqs);
-    return nullptr;
+    fail("auto attention: no split_kv backend built for a bucket of {} requests (max_reqs {})", bucket_reqs,
+         limits_.max_reqs);
   }
 
   AttentionLimits limits_;
