@@ -169,6 +169,18 @@ class Backend {
     rms_norm(x, norm_weight, eps, normed);
     linear_group(normed, parts);
   }
+  // The attention block's first steps in a model without q/k norms: rms_norm_linear_group into
+  // the q, k and v parts (in that order), then rope_and_cache_write of them. A backend may run
+  // both as one kernel: q, k, v and the cache then hold what the two steps leave there, and
+  // normed is scratch.
+  virtual void rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& norm_weight, float eps,
+                                             const Tensor& normed, const std::vector<LinearPart>& qkv,
+                                             const Tensor& positions, const Tensor& slot_mapping,
+                                             const Tensor& rope_cos_sin, const KvCacheLayer& cache) {
+    FG_CHECK(qkv.size() == 3, "rms_norm_qkv_rope_cache_write takes the q, k and v parts, got {} parts", qkv.size());
+    rms_norm_linear_group(x, norm_weight, eps, normed, qkv);
+    rope_and_cache_write(qkv[0].out, qkv[1].out, qkv[2].out, positions, slot_mapping, rope_cos_sin, cache);
+  }
   // linear_silu_mul over rms_norm(x) with norm_weight, normed as in rms_norm_linear_group.
   virtual void rms_norm_linear_silu_mul(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
                                         const Tensor& gate, const Tensor& up, const Tensor& gate_out,

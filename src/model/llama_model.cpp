@@ -92,15 +92,19 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
 
     // Attention block. q/k/v as one matmul where the backend can (the loader places them back to
     // back on a device).
-    b.rms_norm_linear_group(residual, w.input_norm, eps, normed,
-                            {{&w.q_proj, c.qkv_bias ? &w.q_bias : nullptr, q},
-                             {&w.k_proj, c.qkv_bias ? &w.k_bias : nullptr, k},
-                             {&w.v_proj, c.qkv_bias ? &w.v_bias : nullptr, v}});
+    // Without q/k norms, RoPE and the cache write may ride in the matmul's store.
+    const std::vector<LinearPart> qkv = {{&w.q_proj, c.qkv_bias ? &w.q_bias : nullptr, q},
+                                         {&w.k_proj, c.qkv_bias ? &w.k_bias : nullptr, k},
+                                         {&w.v_proj, c.qkv_bias ? &w.v_bias : nullptr, v}};
     if (c.qk_norm) {
+      b.rms_norm_linear_group(residual, w.input_norm, eps, normed, qkv);
       b.head_rms_norm(q, w.q_norm, eps);
       b.head_rms_norm(k, w.k_norm, eps);
+      b.rope_and_cache_write(q, k, v, step.positions, step.slot_mapping, rope_cos_sin_.tensor, kv.layers[l]);
+    } else {
+      b.rms_norm_qkv_rope_cache_write(residual, w.input_norm, eps, normed, qkv, step.positions, step.slot_mapping,
+                                      rope_cos_sin_.tensor, kv.layers[l]);
     }
-    b.rope_and_cache_write(q, k, v, step.positions, step.slot_mapping, rope_cos_sin_.tensor, kv.layers[l]);
     b.attention(q, kv.layers[l], step.attention, attention_scale_, attn_out);
     b.linear_residual_add(attn_out, w.o_proj, proj_out, residual);
 

@@ -5,8 +5,10 @@
 // Tolerance: relative error <= 1e-2, as gpu_test_support.h explains.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -78,6 +80,25 @@ inline Tensor host(std::vector<float>& values, std::initializer_list<int64_t> di
 }
 inline Tensor host_bf16(std::vector<uint16_t>& bits, std::initializer_list<int64_t> dims) {
   return Tensor(bits.data(), DType::kBF16, dims);
+}
+
+// A step's per-token RoPE and cache inputs: random positions in [0, max_positions), and distinct
+// slots of a cache of `slots` outside its null block (the first block_size slots) in random
+// order, with every pad_every-th token from first_padded on padded (slot -1).
+struct TokenSlots {
+  std::vector<int32_t> positions;
+  std::vector<int64_t> slot_mapping;
+};
+inline TokenSlots random_token_slots(std::mt19937& rng, int64_t n, int64_t max_positions, int64_t slots,
+                                     int64_t block_size, int64_t first_padded, int64_t pad_every) {
+  TokenSlots t{std::vector<int32_t>(n), {}};
+  for (auto& p : t.positions) p = static_cast<int32_t>(rng() % max_positions);
+  std::vector<int64_t> free_slots(slots - block_size);
+  std::iota(free_slots.begin(), free_slots.end(), block_size);
+  std::shuffle(free_slots.begin(), free_slots.end(), rng);
+  t.slot_mapping.assign(free_slots.begin(), free_slots.begin() + n);
+  for (int64_t i = first_padded; i < n; i += pad_every) t.slot_mapping[i] = -1;
+  return t;
 }
 
 // A device tensor's values as fp32 (BF16 or F32).

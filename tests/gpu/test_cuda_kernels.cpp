@@ -143,14 +143,8 @@ TEST(CudaKernelsRope, RopeAndCacheWriteMatchCpu) {
         const int64_t num_blocks = 1 + (n + block_size - 1) / block_size + 2, slots = num_blocks * block_size;
         const int64_t q_size = nh * head_dim, kv_size = nkv * head_dim;
         Bf16Values q = e.random(n * q_size), k = e.random(n * kv_size), v = e.random(n * kv_size);
-        std::vector<int32_t> positions(n);
-        for (auto& p : positions) p = static_cast<int32_t>(e.rng() % max_positions);
-        // Distinct slots outside the null block, in random order; every fifth token padded (-1).
-        std::vector<int64_t> free_slots(slots - block_size);
-        std::iota(free_slots.begin(), free_slots.end(), block_size);
-        std::shuffle(free_slots.begin(), free_slots.end(), e.rng);
-        std::vector<int64_t> slot_mapping(free_slots.begin(), free_slots.begin() + n);
-        for (int64_t i = 2; i < n; i += 5) slot_mapping[i] = -1;
+        // Every fifth token padded (-1).
+        auto [positions, slot_mapping] = random_token_slots(e.rng, n, max_positions, slots, block_size, 2, 5);
 
         const Tensor q_gpu = e.bf16(q, {n, q_size}), k_gpu = e.bf16(k, {n, kv_size}), v_gpu = e.bf16(v, {n, kv_size});
         KvCacheLayer cache{e.poisoned(DType::kBF16, {num_blocks, block_size, nkv, head_dim}),

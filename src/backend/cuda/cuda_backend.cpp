@@ -228,9 +228,9 @@ void CudaBackend::head_rms_norm(const Tensor& x, const Tensor& weight, float eps
   cuda::launch_head_rms_norm(bf16_ptr(x), bf16_ptr(weight), eps, x.numel() / head_dim, head_dim, stream_);
 }
 
-void CudaBackend::rope_and_cache_write(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
-                                       const Tensor& slot_mapping, const Tensor& rope_cos_sin,
-                                       const KvCacheLayer& cache) {
+CudaBackend::RopeShape CudaBackend::check_rope_inputs(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                      const Tensor& positions, const Tensor& slot_mapping,
+                                                      const Tensor& rope_cos_sin, const KvCacheLayer& cache) const {
   require(q, DType::kBF16, "rope q");
   require(k, DType::kBF16, "rope k");
   require(v, DType::kBF16, "rope v");
@@ -256,11 +256,18 @@ void CudaBackend::rope_and_cache_write(const Tensor& q, const Tensor& k, const T
   for (const auto& [t, what] : {std::pair{&q, "rope q"}, {&k, "rope k"}, {&v, "rope v"},
                                 {&rope_cos_sin, "rope table"}, {&cache.k, "k cache"}, {&cache.v, "v cache"}})
     require_aligned16(*t, what);
+  return {n, q.dim(1) / hd, nkv, hd, rope_cos_sin.dim(0), cache.k.dim(0) * cache.k.dim(1)};
+}
+
+void CudaBackend::rope_and_cache_write(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+                                       const Tensor& slot_mapping, const Tensor& rope_cos_sin,
+                                       const KvCacheLayer& cache) {
+  const RopeShape r = check_rope_inputs(q, k, v, positions, slot_mapping, rope_cos_sin, cache);
   cuda::launch_rope_and_cache_write(bf16_ptr(q), bf16_ptr(k), bf16_ptr(v), positions.as<const int32_t>(),
                                     slot_mapping.as<const int64_t>(), rope_cos_sin.as<const float>(),
-                                    bf16_ptr(cache.k), bf16_ptr(cache.v), n, static_cast<int>(q.dim(1) / hd),
-                                    static_cast<int>(nkv), static_cast<int>(hd), rope_cos_sin.dim(0),
-                                    cache.k.dim(0) * cache.k.dim(1), stream_);
+                                    bf16_ptr(cache.k), bf16_ptr(cache.v), r.n, static_cast<int>(r.heads),
+                                    static_cast<int>(r.kv_heads), static_cast<int>(r.head_dim), r.max_positions,
+                                    r.slots, stream_);
 }
 
 void CudaBackend::attention(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,

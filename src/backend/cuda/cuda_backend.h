@@ -120,6 +120,15 @@ class CudaBackend final : public Backend {
   void rms_norm_linear_silu_mul(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
                                 const Tensor& gate, const Tensor& up, const Tensor& gate_out, const Tensor& up_out,
                                 const Tensor& out) override;
+  // One launch of the direct kernel where the q/k/v span takes its input norm (see above) and n
+  // is a small-n row count: the norm in its input, RoPE and the cache write in its store
+  // (qkv_rope.h), with the bits of the two steps. Otherwise the two steps.
+  void rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
+                                     const std::vector<LinearPart>& qkv, const Tensor& positions,
+                                     const Tensor& slot_mapping, const Tensor& rope_cos_sin,
+                                     const KvCacheLayer& cache) override;
+  // Whether rms_norm_qkv_rope_cache_write of n rows over these parts runs as one launch.
+  bool fuses_qkv_rope(int64_t n, const std::vector<LinearPart>& qkv) const;
   void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override;
   // The GPU sampler of backend/cuda/sampling.h: bit-identical to the CPU reference sampler.
   void sample(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) override;
@@ -135,6 +144,12 @@ class CudaBackend final : public Backend {
   void linear_with(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out);
 
  private:
+  // The shapes of rope_and_cache_write's inputs, checked.
+  struct RopeShape {
+    int64_t n, heads, kv_heads, head_dim, max_positions, slots;
+  };
+  RopeShape check_rope_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+                              const Tensor& slot_mapping, const Tensor& rope_cos_sin, const KvCacheLayer& cache) const;
   // Whether a linear of n rows by `path` runs on cuBLASLt (the bucket rule for kAuto).
   bool runs_cublaslt(LinearPath path, int64_t n) const;
   // A checked linear by a small-n path (kAuto: the small-n kernel, in 16-row groups when batch

@@ -166,6 +166,46 @@ void CudaBackend::rms_norm_linear_group(const Tensor& x, const Tensor& norm_weig
                                      cuda::small_n_linear_warps(rows, sm_count_), stream_);
 }
 
+bool CudaBackend::fuses_qkv_rope(int64_t n, const std::vector<LinearPart>& qkv) const {
+  if (qkv.size() != 3 || !fuses_small_n(n) || !fusable(qkv) || qkv[0].out.dtype != DType::kBF16) return false;
+  int64_t rows = 0;
+  for (const LinearPart& part : qkv) rows += part.weight->dim(0);
+  return takes_input_norm(rows, qkv[0].weight->dim(1));
+}
+
+void CudaBackend::rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& norm_weight, float eps,
+                                                const Tensor& normed, const std::vector<LinearPart>& qkv,
+                                                const Tensor& positions, const Tensor& slot_mapping,
+                                                const Tensor& rope_cos_sin, const KvCacheLayer& cache) {
+  if (x.rank != 2 || !fuses_qkv_rope(x.dim(0), qkv)) {
+    Backend::rms_norm_qkv_rope_cache_write(x, norm_weight, eps, normed, qkv, positions, slot_mapping, rope_cos_sin,
+                                           cache);
+    return;
+  }
+  check_input_norm(x, norm_weight);
+  int64_t rows = 0;
+  const cuda::LinearOutputs outputs = group_outputs(x, qkv, rows);
+  const RopeShape r = check_rope_inputs(qkv[0].out, qkv[1].out, qkv[2].out, positions, slot_mapping, rope_cos_sin, cache);
+  FG_CHECK(r.max_positions <= INT32_MAX, "cuda backend: a RoPE table of {} positions is too large", r.max_positions);
+  const int64_t n = x.dim(0);
+  if (n == 0) return;
+  cuda::QkvRope rope;
+  rope.positions = positions.as<const int32_t>();
+  rope.slot_mapping = slot_mapping.as<const int64_t>();
+  rope.cos_sin = rope_cos_sin.as<const float>();
+  rope.k_cache = static_cast<__nv_bfloat16*>(cache.k.data);
+  rope.v_cache = static_cast<__nv_bfloat16*>(cache.v.data);
+  rope.head_dim = static_cast<int>(r.head_dim);
+  rope.max_positions = static_cast<int>(r.max_positions);
+  rope.num_slots = r.slots;
+  const LinearPart& q = qkv[0];
+  cuda::launch_small_n_qkv_rope(static_cast<const __nv_bfloat16*>(x.data),
+                                {static_cast<const __nv_bfloat16*>(norm_weight.data), eps},
+                                static_cast<const __nv_bfloat16*>(q.weight->data),
+                                static_cast<const __nv_bfloat16*>(has_data(q.bias) ? q.bias->data : nullptr), outputs,
+                                rope, n, x.dim(1), rows, cuda::small_n_linear_warps(rows, sm_count_), stream_);
+}
+
 void CudaBackend::linear_residual_add(const Tensor& x, const Tensor& weight, const Tensor& out,
                                       const Tensor& residual) {
   (void)out;  // scratch of the default steps: the add happens in the matmul's store (or GEMM) here

@@ -1,10 +1,12 @@
 // backend/cuda/rope_kernels.cu — RoPE on q and k fused with the paged KV-cache write: one block
 // per token, each thread rotating eight (e, e + hd/2) pairs of one head with 16-byte accesses, and
 // copying rotated k and v into the token's cache slot unless the slot is negative (a padded token:
-// DESIGN.md's contract says its slot is -1 and nothing may be written for it).
+// DESIGN.md's contract says its slot is -1 and nothing may be written for it). The rotation is
+// rope_rotate (qkv_rope.h), which the q/k/v matmul's fused store shares, so both give the same bits.
 #include "backend/cuda/bf16_vec.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/pdl.cuh"
+#include "backend/cuda/qkv_rope.h"
 #include "backend/cuda/rope_kernels.h"
 
 namespace fg::cuda {
@@ -53,10 +55,7 @@ __global__ void __launch_bounds__(256) rope_cache_kernel(bf16* __restrict__ q, b
     unpack_bf16x8(*reinterpret_cast<const uint4*>(base + half + e0), b);
     if (item != static_cast<int>(threadIdx.x)) load_cos_sin(e0);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      ra[e] = a[e] * c[e] - b[e] * s[e];
-      rb[e] = b[e] * c[e] + a[e] * s[e];
-    }
+    for (int e = 0; e < 8; ++e) rope_rotate(a[e], b[e], c[e], s[e], ra[e], rb[e]);
     const uint4 out_a = pack_bf16x8(ra), out_b = pack_bf16x8(rb);
     *reinterpret_cast<uint4*>(base + e0) = out_a;
     *reinterpret_cast<uint4*>(base + half + e0) = out_b;

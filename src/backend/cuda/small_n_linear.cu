@@ -18,7 +18,8 @@
 //
 // The residual stream: on the register path the kernel may normalize its token rows on the way in
 // (input_norm.h: the q/k/v span after the layer's input norm), and any launch may add its outputs
-// to the residual stream in its store (LinearOutputs::add_to_output: o_proj).
+// to the residual stream in its store (LinearOutputs::add_to_output: o_proj). The normed q/k/v
+// span may also apply RoPE and write the KV cache in its store (qkv_rope.h).
 //
 // Graph == eager (DESIGN.md rule 7): the k order, the warp count and the final sum order depend
 // on the weight's shape only, and the tensor core computes each output from its own row and
@@ -28,9 +29,11 @@
 #include "backend/cuda/input_norm.h"
 #include "backend/cuda/mma_bf16.cuh"
 #include "backend/cuda/pdl.cuh"
+#include "backend/cuda/qkv_rope.h"
 #include "backend/cuda/small_n_linear.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace fg::cuda {
 
@@ -82,6 +85,8 @@ constexpr int tiles_per_block(bool upper_half, int stages) { return upper_half &
 // kUpperHalf: token rows 8..15 are present (n > 8); without it their fragments are constant zeros.
 // kNorm: the rows are normalized on the way in (input_norm.h): each token fragment becomes
 // bf16(g ⊙ x) and adds to its row's sum of squares, and the sums are scaled by 1 / rms.
+// kRope: the weight is a q/k/v span whose q and k rows are read in RoPE pairs and whose store
+// rotates them and writes the cache (qkv_rope.h).
 // Blocks per SM the registers must allow (64 registers per thread at 2): two-tile blocks may use up
 // to 128 registers (their group of weights alone takes 32); so may the input norm, whose weight
 // fragments and sums of squares spilled at 64.
@@ -89,12 +94,87 @@ constexpr int min_blocks(bool upper_half, int stages, bool norm) {
   return tiles_per_block(upper_half, stages) == 2 || norm ? 1 : 2;
 }
 
-template <bool kUpperHalf, int kStages, int kGroup, typename OutT, bool kNorm>
+// What the store of a kRope launch (qkv_rope.h) needs besides the sums, for lane (g, t) of a tile
+// whose logical rows `row` (even) and row + 1 are a RoPE pair (in q or k) or two v columns: the
+// cache slots of tokens g and g + 8 and, in q and k, the cosine and sine of the pair's frequency
+// at their positions. None of it depends on an earlier kernel (the step's metadata, a constant
+// table), so the kernel reads it before its PDL wait rather than after its main loop.
+struct RopeLane {
+  float cos[2], sin[2];
+  int64_t slot[2];
+};
+
+__device__ __forceinline__ RopeLane load_rope_lane(const LinearOutputs& out, const QkvRope& rope, int n,
+                                                   int out_features, int row, int g) {
+  RopeLane lane{};
+  const int v_begin = static_cast<int>(out.begin[2]);
+  const bool rotated = row < v_begin && row < out_features;
+  const int e = rotated ? qkv_weight_row(row, v_begin, rope.head_dim) % rope.head_dim : 0;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int token = g + r * 8;
+    lane.slot[r] = token < n ? rope.slot_mapping[token] : -1;
+    if (token >= n || !rotated) continue;
+    const int pos = min(max(rope.positions[token], 0), rope.max_positions - 1);
+    const float* cos_row = rope.cos_sin + static_cast<int64_t>(pos) * rope.head_dim;
+    lane.cos[r] = cos_row[e];
+    lane.sin[r] = cos_row[rope.head_dim / 2 + e];
+  }
+  return lane;
+}
+
+// The store of a kRope launch for that lane: sums[0], sums[1] are token g's at logical rows `row`
+// and row + 1, sums[2], sums[3] token g + 8's. In q and k those rows are a RoPE pair: rounded to
+// BF16 as a plain store would, rotated, stored at their true columns and, for k, in the token's
+// cache slot. In v the two sums are stored as they are, and in the cache slot too. The bias (at
+// the rows' weight rows) is added before the rounding, as in the plain store.
+__device__ __forceinline__ void store_qkv_rope(const LinearOutputs& out, const QkvRope& rope, const RopeLane& lane,
+                                               const bf16* bias, int n, int out_features, int row, int g,
+                                               const float (&sums)[4]) {
+  if (row >= out_features) return;  // out_features is even: a pair is all in or all out
+  const int k_begin = static_cast<int>(out.begin[1]), v_begin = static_cast<int>(out.begin[2]);
+  const int64_t kv_width = out.begin[3] - v_begin;  // nkv * hd: a cache slot
+  const int column = row < v_begin ? qkv_weight_row(row, v_begin, rope.head_dim) : row;
+  const int partner = row < v_begin ? column + rope.head_dim / 2 : row + 1;  // where the second sum goes
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int token = g + r * 8;
+    if (token >= n) continue;
+    float first = sums[2 * r], second = sums[2 * r + 1];
+    if (bias != nullptr) {
+      first += __bfloat162float(bias[column]);
+      second += __bfloat162float(bias[partner]);
+    }
+    if (row < v_begin)
+      rope_rotate(bf16_round(first), bf16_round(second), lane.cos[r], lane.sin[r], first, second);
+    out.put<bf16>(token, column, first);
+    out.put<bf16>(token, partner, second);
+    const int64_t slot = lane.slot[r];
+    if (slot < 0 || slot >= rope.num_slots || column < k_begin) continue;
+    bf16* cache = (column < v_begin ? rope.k_cache + (column - k_begin) : rope.v_cache + (column - v_begin)) +
+                  slot * kv_width;  // the first value's element of the slot
+    cache[0] = __float2bfloat16_rn(first);
+    cache[partner - column] = __float2bfloat16_rn(second);
+  }
+}
+
+// The register cap: 128 (what min_blocks allows at one block per SM) except for kRope at n <= 8,
+// which the compiler took to 90 registers where the plain normed kernel takes 80. At 90 the fused
+// launch took 10.4 us of the 1B decode step against 6.2 for the plain one, and still did with
+// its RoPE work, row order and cache writes all switched off; capped at 80 (no spills) it took
+// 6.1-6.6 us (bench/RESULTS.md, 2026-12-01 session 14). Why is not measured. A guess: the
+// launch's blocks start beside the previous launch's (PDL), and fewer larger ones fit there.
+constexpr int max_registers(bool upper_half, bool rope) { return rope && !upper_half ? 80 : 128; }
+
+template <bool kUpperHalf, int kStages, int kGroup, typename OutT, bool kNorm, bool kRope>
 __global__ void __launch_bounds__(kMaxWarps * 32, min_blocks(kUpperHalf, kStages, kNorm))
+    __maxnreg__(max_registers(kUpperHalf, kRope))
     small_n_linear_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, const bf16* __restrict__ bias,
-                          const LinearOutputs out, int n, int in, int out_features, const InputNorm norm) {
+                          const LinearOutputs out, int n, int in, int out_features, const InputNorm norm,
+                          const QkvRope rope) {
   constexpr int kTiles = tiles_per_block(kUpperHalf, kStages);
   static_assert(!kNorm || kStages == 0, "the input norm rides on the register path");
+  static_assert(!kRope || (kStages == 0 && std::is_same_v<OutT, bf16>), "RoPE rides on the register path, in BF16");
   __shared__ float partial[kMaxWarps][kTiles][4][32];  // [warp][tile][accumulator][lane]
   __shared__ float row_sum_sq[kNorm ? kMaxWarps : 1][16];  // [warp][token row]
   extern __shared__ uint4 ring[];                      // [warp][stage][kGroup][lane] when kStages > 0
@@ -106,10 +186,13 @@ __global__ void __launch_bounds__(kMaxWarps * 32, min_blocks(kUpperHalf, kStages
   // Rows past the end (a last, partial block) read the last row; their results are dropped. Token
   // rows past n read row 0 (the same addresses as lanes that need it: no extra traffic) and are
   // zeroed after the load, so that no load waits on a predicate.
+  // kRope: logical row r is weight row qkv_weight_row(r) (the q and k rows in RoPE pairs).
+  const int rotated = kRope ? static_cast<int>(out.begin[2]) : 0;  // the q and k rows
+  auto weight_row = [&](int row) -> int64_t { return kRope ? qkv_weight_row(row, rotated, rope.head_dim) : row; };
   const bf16* w_lane[kTiles];
 #pragma unroll
   for (int j = 0; j < kTiles; ++j)
-    w_lane[j] = w + static_cast<int64_t>(min(row0 + j * kRowsPerBlock + g, out_features - 1)) * in + t * 8;
+    w_lane[j] = w + weight_row(min(row0 + j * kRowsPerBlock + g, out_features - 1)) * in + t * 8;
   const bool has_lo = g < n, has_hi = kUpperHalf && g + 8 < n;
   const bf16* x_lo = x + static_cast<int64_t>(has_lo ? g : 0) * in + t * 8;
   const bf16* x_hi = x + static_cast<int64_t>(has_hi ? g + 8 : 0) * in + t * 8;
@@ -125,6 +208,13 @@ __global__ void __launch_bounds__(kMaxWarps * 32, min_blocks(kUpperHalf, kStages
     }
   };
 
+  // kRope: what warp j's store of tile j needs (see the end), read just before the PDL wait, after
+  // the first weights are requested: it is a chain of two loads.
+  RopeLane rope_lane{};
+  auto read_rope_lane = [&] {
+    if constexpr (kRope)
+      if (warp < kTiles) rope_lane = load_rope_lane(out, rope, n, out_features, row0 + warp * kRowsPerBlock + 2 * t, g);
+  };
   float acc[kTiles][4] = {};
   // One k-step: wv[j] holds tile j's weights (wv[1] is unused with one tile).
   auto step = [&](const uint4 (&wv)[2], uint4 lo, uint4 hi) {
@@ -174,10 +264,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32, min_blocks(kUpperHalf, kStages
       uint4 wv[kGroup][2];
       load_group(k, wv);
       for (int later = first + warps; later < groups; later += warps) prefetch_group(later * kGroup * 32);
+      read_rope_lane();
       wait_for_prerequisite_grids();
       compute_group(k, wv);
       first += warps;
     } else {
+      read_rope_lane();
       wait_for_prerequisite_grids();
     }
     for (int group = first; group < groups; group += warps) {
@@ -235,32 +327,42 @@ __global__ void __launch_bounds__(kMaxWarps * 32, min_blocks(kUpperHalf, kStages
   for (int tile = warp; tile < kTiles; tile += warps) {
     float row_scale[2] = {1.0f, 1.0f};  // kNorm: 1 / rms of token rows g and g + 8
     if constexpr (kNorm) row_scales(row_sum_sq, warps, g, in, norm.eps, row_scale);
+    float sums[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      float sum = partial[0][tile][i][lane];
-      for (int other = 1; other < warps; ++other) sum += partial[other][tile][i][lane];
-      // Accumulator i of lane (g, t): token row g (+8 for i >= 2), weight row 2t (+1 for odd i).
-      const int token = g + (i >> 1) * 8, row = row0 + tile * kRowsPerBlock + 2 * t + (i & 1);
-      if (token >= n || row >= out_features) continue;
-      if constexpr (kNorm) sum *= row_scale[i >> 1];
-      if (bias != nullptr) sum += __bfloat162float(bias[row]);
-      out.put<OutT>(token, row, sum);
+      sums[i] = partial[0][tile][i][lane];
+      for (int other = 1; other < warps; ++other) sums[i] += partial[other][tile][i][lane];
+      if constexpr (kNorm) sums[i] *= row_scale[i >> 1];
+    }
+    if constexpr (kRope) {
+      store_qkv_rope(out, rope, rope_lane, bias, n, out_features, row0 + tile * kRowsPerBlock + 2 * t, g, sums);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        // Accumulator i of lane (g, t): token row g (+8 for i >= 2), weight row 2t (+1 for odd i).
+        const int token = g + (i >> 1) * 8, row = row0 + tile * kRowsPerBlock + 2 * t + (i & 1);
+        if (token >= n || row >= out_features) continue;
+        float sum = sums[i];
+        if (bias != nullptr) sum += __bfloat162float(bias[row]);
+        out.put<OutT>(token, row, sum);
+      }
     }
   }
 }
 
-template <bool kUpperHalf, int kStages, int kGroup, typename OutT, bool kNorm = false>
+template <bool kUpperHalf, int kStages, int kGroup, typename OutT, bool kNorm = false, bool kRope = false>
 void launch_typed(const bf16* x, const bf16* w, const bf16* bias, const LinearOutputs& out, int64_t n, int64_t in,
-                  int64_t out_features, int warps, cudaStream_t stream, const InputNorm& norm = {}) {
+                  int64_t out_features, int warps, cudaStream_t stream, const InputNorm& norm = {},
+                  const QkvRope& rope = {}) {
   const int64_t block_rows = kRowsPerBlock * tiles_per_block(kUpperHalf, kStages);
   const int64_t blocks = (out_features + block_rows - 1) / block_rows;
   const int ring_bytes = warps * kStages * kGroup * 32 * static_cast<int>(sizeof(uint4));
-  auto* kernel = small_n_linear_kernel<kUpperHalf, kStages, kGroup, OutT, kNorm>;
+  auto* kernel = small_n_linear_kernel<kUpperHalf, kStages, kGroup, OutT, kNorm, kRope>;
   if (ring_bytes > 48 * 1024)
     FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes));
   launch_with_pdl(kernel, dim3(static_cast<unsigned>(blocks)), dim3(warps * 32), static_cast<size_t>(ring_bytes), stream,
                   x, w, bias, out, static_cast<int>(n), static_cast<int>(in),
-                  static_cast<int>(out_features), norm);
+                  static_cast<int>(out_features), norm, rope);
 }
 
 template <int kStages, int kGroup>
@@ -318,6 +420,17 @@ void launch_small_n_linear_normed(const bf16* x, const InputNorm& norm, const bf
   if (warps <= 1 || !norm.enabled()) FG_CUDA_CHECK(cudaErrorInvalidValue);  // the caller checks small_n_linear_takes_norm
   if (n > 8) launch_typed<true, 0, kUnroll, bf16, true>(x, w, bias, out, n, in, out_features, warps, stream, norm);
   else launch_typed<false, 0, kUnroll, bf16, true>(x, w, bias, out, n, in, out_features, warps, stream, norm);
+}
+
+void launch_small_n_qkv_rope(const bf16* x, const InputNorm& norm, const bf16* w, const bf16* bias,
+                             const LinearOutputs& out, const QkvRope& rope, int64_t n, int64_t in,
+                             int64_t out_features, int warps, cudaStream_t stream) {
+  if (n == 0 || out_features == 0) return;
+  // The caller checks small_n_linear_takes_norm and the layout: three parts, q and k whole heads.
+  if (warps <= 1 || !norm.enabled() || out.parts != 3 || rope.head_dim % 16 != 0 || out.begin[2] % rope.head_dim != 0)
+    FG_CUDA_CHECK(cudaErrorInvalidValue);
+  if (n > 8) launch_typed<true, 0, kUnroll, bf16, true, true>(x, w, bias, out, n, in, out_features, warps, stream, norm, rope);
+  else launch_typed<false, 0, kUnroll, bf16, true, true>(x, w, bias, out, n, in, out_features, warps, stream, norm, rope);
 }
 
 void launch_add_bias_f32(float* out, const bf16* bias, int64_t n, int64_t out_features, cudaStream_t stream) {

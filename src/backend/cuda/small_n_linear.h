@@ -11,6 +11,7 @@
 
 #include "backend/cuda/input_norm.h"
 #include "backend/cuda/linear_outputs.h"
+#include "backend/cuda/qkv_rope.h"
 
 namespace fg::cuda {
 
@@ -41,6 +42,13 @@ void launch_small_n_linear_normed(const __nv_bfloat16* x, const InputNorm& norm,
                                   const __nv_bfloat16* bias, const LinearOutputs& out, int64_t n, int64_t in,
                                   int64_t out_features, int warps, cudaStream_t stream);
 
+// launch_small_n_linear_normed over a q/k/v span (out: its three parts, q and k whole heads of
+// rope.head_dim, a multiple of 16) that also rotates q and k by RoPE and writes k and v to the
+// cache slots of their tokens (qkv_rope.h): the bits of the normed linear, then
+// launch_rope_and_cache_write.
+void launch_small_n_qkv_rope(const __nv_bfloat16* x, const InputNorm& norm, const __nv_bfloat16* w,
+                             const __nv_bfloat16* bias, const LinearOutputs& out, const QkvRope& rope, int64_t n,
+                             int64_t in, int64_t out_features, int warps, cudaStream_t stream);
 // out[i, j] += bias[j] in fp32. out [n, out_features] F32, bias [out_features] BF16.
 void launch_add_bias_f32(float* out, const __nv_bfloat16* bias, int64_t n, int64_t out_features,
                          cudaStream_t stream);

@@ -1,0 +1,57 @@
+// backend/cuda/qkv_rope.h — RoPE and the KV-cache write in the store of the q/k/v matmul
+// (CudaBackend::rms_norm_qkv_rope_cache_write): the work of rope_kernels.cu without its launch.
+//
+// RoPE rotates the pair (e, e + hd/2) of each q and k head, and a matmul block owns a few
+// consecutive weight rows, never both members of a pair. So the kernel reads the rows of q and k
+// in a permuted order (qkv_weight_row): its logical rows 2j and 2j + 1 of a head are the
+// weight's rows j and j + hd/2, and the tensor core leaves both sums of a pair in one lane (its
+// accumulators 2t and 2t + 1). The weights themselves stay as loaded, and so do the q, k and v
+// tensors: the store writes each sum at its true column. The v rows keep their order.
+//
+// The bits are those of the linear then rope_kernels.cu: each sum is rounded to BF16 as the
+// linear stores it, rotated by rope_rotate (the same function, so the same rounding), and rounded
+// again; k and v reach the cache slot of their token, or nowhere for a negative slot.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace fg::cuda {
+
+// The step's RoPE inputs and the cache of one layer. The q, k and v columns are the three parts
+// of the matmul's LinearOutputs: q [0, begin[1]), k [begin[1], begin[2]), v [begin[2], begin[3]).
+struct QkvRope {
+  const int32_t* positions = nullptr;     // [n]
+  const int64_t* slot_mapping = nullptr;  // [n]; negative: not written
+  const float* cos_sin = nullptr;         // [max_positions, head_dim]: cos of the hd/2 frequencies, then sin
+  __nv_bfloat16* k_cache = nullptr;       // [num_slots, nkv * head_dim]
+  __nv_bfloat16* v_cache = nullptr;
+  int head_dim = 0;
+  int max_positions = 0;
+  int64_t num_slots = 0;
+};
+
+// The weight row the kernel reads for logical row `row`: within the first `rotated` rows (q and
+// k), logical rows 2j and 2j + 1 of a head are rows j and j + hd/2; the rest (v) are unpermuted.
+// (32-bit: the linear's checks keep its rows below 2^31.)
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline int qkv_weight_row(int row, int rotated, int head_dim) {
+  if (row >= rotated) return row;
+  const int head = row / head_dim, e = row - head * head_dim;
+  return head * head_dim + (e >> 1) + (e & 1) * (head_dim / 2);
+}
+
+#ifdef __CUDACC__
+// The rotation of one pair by the angle whose cosine and sine are c and s, with both products
+// rounded and added in a fixed order, so that the compiler contracts nothing differently in the
+// two kernels that call it.
+__device__ __forceinline__ void rope_rotate(float a, float b, float c, float s, float& ra, float& rb) {
+  ra = __fmaf_rn(a, c, -__fmul_rn(b, s));
+  rb = __fmaf_rn(b, c, __fmul_rn(a, s));
+}
+#endif
+
+}  // namespace fg::cuda
