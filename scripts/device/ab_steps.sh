@@ -2,8 +2,10 @@
 # Run on the GPU machine over a tree with .device/ carried: the decode-step benchmark (`bench
 # kernels --tables decode_step`) of several fullgraph binaries in one call, interleaved REPS times
 # so that the machine's drift falls on all of them alike, then one table of graph-replay ms per
-# model and batch: each binary's median over its reps and its change against the first binary.
-#   OUT=$OUT [ATTENTION=split_kv] [REPS=2] bash scripts/device/ab_steps.sh NAME...
+# model and batch: each binary's median over its reps and its change against the first binary;
+# then each kernel's median us per launch in the step breakdowns (BREAKDOWN: the batches broken
+# down, `bench kernels --breakdown-batches`; 1 by default).
+#   OUT=$OUT [ATTENTION=split_kv] [REPS=2] [BREAKDOWN=1,8] bash scripts/device/ab_steps.sh NAME...
 # A NAME is a folder under .device holding a `fullgraph` (variant.sh builds them; copy a base
 # binary to .device/base/ by hand), or "." for the staged binary; NAME@VAR=VALUE[,VAR=VALUE...]
 # runs that binary with those environment variables (a variant built with knobs read from the
@@ -15,6 +17,7 @@ D="$PWD/.device"
 OUT="${OUT:-/tmp/out}"
 ATTENTION="${ATTENTION:-split_kv}"
 REPS="${REPS:-2}"
+BREAKDOWN="${BREAKDOWN:-1}"
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$D/lib:${LD_LIBRARY_PATH:-}"
 (($#)) || { echo "ab_steps.sh: name at least one binary (a folder under .device, or .)" >&2; exit 2; }
@@ -29,7 +32,7 @@ for ((rep = 1; rep <= REPS; ++rep)); do
     settings=()
     [[ "$name" == *@* ]] && IFS=',' read -ra settings <<<"${name#*@}"
     env "${settings[@]+"${settings[@]}"}" "$D/${name%%@*}/fullgraph" bench kernels --json "" --tables decode_step \
-      --attention "$ATTENTION" >>"$log" 2>&1 ||
+      --attention "$ATTENTION" --breakdown-batches "$BREAKDOWN" >>"$log" 2>&1 ||
       echo "ab_steps.sh: $name failed (exit $?)" | tee -a "$log" >&2
   done
 done

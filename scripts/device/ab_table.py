@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The table of ab_steps.sh: from the interleaved `bench kernels --tables decode_step` outputs of
+"""The tables of ab_steps.sh: from the interleaved `bench kernels --tables decode_step` outputs of
 several binaries (sections headed `== NAME rep R`), each binary's median graph-replay ms per model
-and batch over its reps, and its change against the first binary named.
+and batch over its reps, and its change against the first binary named; then, for each model and
+batch with step breakdowns, each kernel's launches and median us per launch in each binary.
 
     python3 scripts/device/ab_table.py LOG
 """
@@ -12,25 +13,43 @@ import sys
 SECTION = re.compile(r"^== (\S+) rep (\d+)$")
 # "Llama-3.2-1B       1 |      0.979      0.927": model, batch, eager ms, graph ms
 STEP = re.compile(r"^(\S+)\s+(\d+)\s+\|\s+([0-9.]+)\s+([0-9.]+)\s*$")
+# "  where the graph replay of Llama-3.2-1B's batch-1 step goes (893.9 us; ...": a breakdown's head
+BREAKDOWN = re.compile(r"where the graph replay of (\S+)'s batch-(\d+) step goes")
+# "  rope_cache_kernel     16      26.5      1.65   3.0%": kernel, launches, us, us each, share
+KERNEL = re.compile(r"^  (\S.*?)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+%\s*$")
 
 
 def parse(lines):
-    """{name: {(model, batch): [graph ms, ...]}} and the names in their first order."""
+    """{name: {(model, batch): [graph ms, ...]}}, the names in their first order, and the
+    breakdowns {(model, batch): {kernel: {name: (launches, [us each, ...])}}} (kernels in their
+    first order)."""
     times, names, name = {}, [], None
+    kernels, within = {}, None  # within: the (model, batch) whose breakdown lines come now
     for line in lines:
         line = line.rstrip("\n")
         section = SECTION.match(line)
         if section:
-            name = section.group(1)
+            name, within = section.group(1), None
             if name not in times:
                 times[name] = {}
                 names.append(name)
             continue
         step = STEP.match(line)
         if step and name is not None:
+            within = None
             key = (step.group(1), int(step.group(2)))
             times[name].setdefault(key, []).append(float(step.group(4)))
-    return times, names
+            continue
+        head = BREAKDOWN.search(line)
+        if head and name is not None:
+            within = (head.group(1), int(head.group(2)))
+            continue
+        kernel = KERNEL.match(line)
+        if kernel and within is not None:
+            launches, each = int(kernel.group(2)), float(kernel.group(4))
+            per_name = kernels.setdefault(within, {}).setdefault(kernel.group(1), {})
+            per_name.setdefault(name, (launches, []))[1].append(each)
+    return times, names, kernels
 
 
 def table(times, names):
@@ -62,13 +81,33 @@ def table(times, names):
     return "\n".join(out) + "\n"
 
 
+def breakdown_tables(kernels, names):
+    """Per (model, batch): each kernel's launches x median us per launch in each binary."""
+    out = []
+    width = max([len(k) for per_kernel in kernels.values() for k in per_kernel] + [6])
+    for (model, batch), per_kernel in kernels.items():
+        out.append(f"\nus per launch in {model}'s batch-{batch} step, median over reps (launches x us)")
+        out.append(f"{'kernel':<{width}} |" + "".join(f" {n:>16}" for n in names))
+        for kernel, per_name in per_kernel.items():
+            row = f"{kernel:<{width}} |"
+            for name in names:
+                if name in per_name:
+                    launches, each = per_name[name]
+                    row += f" {f'{launches} x {statistics.median(each):.2f}':>16}"
+                else:
+                    row += f" {'-':>16}"
+            out.append(row)
+    return "\n".join(out) + ("\n" if out else "")
+
+
 def main(argv):
     if len(argv) != 2:
         sys.stderr.write(__doc__)
         return 2
     with open(argv[1], encoding="utf-8") as f:
-        times, names = parse(f)
+        times, names, kernels = parse(f)
     sys.stdout.write(table(times, names))
+    sys.stdout.write(breakdown_tables(kernels, names))
     return 0
 
 
