@@ -15,8 +15,9 @@ SECTION = re.compile(r"^== (\S+) rep (\d+)$")
 STEP = re.compile(r"^(\S+)\s+(\d+)\s+\|\s+([0-9.]+)\s+([0-9.]+)\s*$")
 # "  where the graph replay of Llama-3.2-1B's batch-1 step goes (893.9 us; ...": a breakdown's head
 BREAKDOWN = re.compile(r"where the graph replay of (\S+)'s batch-(\d+) step goes")
-# "  rope_cache_kernel     16      26.5      1.65   3.0%": kernel, launches, us, us each, share
-KERNEL = re.compile(r"^  (\S.*?)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+%\s*$")
+# "  rope_cache_kernel     16      26.5      1.65   3.0%    24": kernel, launches, us, us each, share,
+# registers per thread ("-" for a library's kernel; absent from older logs)
+KERNEL = re.compile(r"^  (\S.*?)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+%(?:\s+(\d+|-))?\s*$")
 
 
 def parse(lines):
@@ -47,8 +48,9 @@ def parse(lines):
         kernel = KERNEL.match(line)
         if kernel and within is not None:
             launches, each = int(kernel.group(2)), float(kernel.group(4))
+            registers = kernel.group(5) if kernel.group(5) not in (None, "-") else None
             per_name = kernels.setdefault(within, {}).setdefault(kernel.group(1), {})
-            per_name.setdefault(name, (launches, []))[1].append(each)
+            per_name.setdefault(name, (launches, registers, []))[2].append(each)
     return times, names, kernels
 
 
@@ -82,20 +84,23 @@ def table(times, names):
 
 
 def breakdown_tables(kernels, names):
-    """Per (model, batch): each kernel's launches x median us per launch in each binary."""
+    """Per (model, batch): each kernel's launches x median us per launch in each binary, and its
+    registers per thread where the log gives them."""
     out = []
     width = max([len(k) for per_kernel in kernels.values() for k in per_kernel] + [6])
     for (model, batch), per_kernel in kernels.items():
-        out.append(f"\nus per launch in {model}'s batch-{batch} step, median over reps (launches x us)")
-        out.append(f"{'kernel':<{width}} |" + "".join(f" {n:>16}" for n in names))
+        out.append(f"\nus per launch in {model}'s batch-{batch} step, median over reps "
+                   "(launches x us, r registers)")
+        out.append(f"{'kernel':<{width}} |" + "".join(f" {n:>20}" for n in names))
         for kernel, per_name in per_kernel.items():
             row = f"{kernel:<{width}} |"
             for name in names:
                 if name in per_name:
-                    launches, each = per_name[name]
-                    row += f" {f'{launches} x {statistics.median(each):.2f}':>16}"
+                    launches, registers, each = per_name[name]
+                    cell = f"{launches} x {statistics.median(each):.2f}" + (f" r{registers}" if registers else "")
+                    row += f" {cell:>20}"
                 else:
-                    row += f" {'-':>16}"
+                    row += f" {'-':>20}"
             out.append(row)
     return "\n".join(out) + ("\n" if out else "")
 

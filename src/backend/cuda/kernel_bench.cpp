@@ -516,12 +516,13 @@ nlohmann::json print_breakdown(const std::string& model, int64_t batch, const St
   fmt::print("  where the graph replay of {}'s batch-{} step goes ({:.1f} us; each kernel's time added to the\n"
              "  chain, from replays of its prefixes; the first kernel's includes the graph launch):\n",
              model, batch, b.step_us);
-  fmt::print("  {:<64} {:>8} {:>9} {:>9} {:>6}\n", "kernel", "launches", "us", "us each", "share");
+  fmt::print("  {:<64} {:>8} {:>9} {:>9} {:>6} {:>5}\n", "kernel", "launches", "us", "us each", "share", "regs");
   nlohmann::json rows = nlohmann::json::array();
   for (const KernelShare& k : b.kernels) {
-    fmt::print("  {:<64} {:>8} {:>9.1f} {:>9.2f} {:>5.1f}%\n", k.name, k.launches, k.us, k.us / k.launches,
-               100 * k.us / b.step_us);
-    rows.push_back({{"kernel", k.name}, {"launches", k.launches}, {"us", k.us}});
+    fmt::print("  {:<64} {:>8} {:>9.1f} {:>9.2f} {:>5.1f}% {:>5}\n", k.name, k.launches, k.us, k.us / k.launches,
+               100 * k.us / b.step_us, k.registers >= 0 ? std::to_string(k.registers) : "-");
+    rows.push_back({{"kernel", k.name}, {"launches", k.launches}, {"us", k.us},
+                    {"registers", k.registers >= 0 ? nlohmann::json(k.registers) : nlohmann::json()}});
   }
   return {{"step_us", b.step_us}, {"kernels", rows}};
 }

@@ -40,22 +40,30 @@ std::string short_kernel_name(const char* mangled) {
   return name;
 }
 
-std::string node_name(cudaGraphNode_t node) {
+// A node's row name and its kernel's registers per thread (-1 where unknown).
+struct NodeKernel {
+  std::string name;
+  int registers = -1;
+};
+
+NodeKernel node_kernel(cudaGraphNode_t node) {
   cudaGraphNodeType type{};
   FG_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
-  if (type != cudaGraphNodeTypeKernel) return fmt::format("(graph node of type {})", static_cast<int>(type));
+  if (type != cudaGraphNodeTypeKernel) return {fmt::format("(graph node of type {})", static_cast<int>(type))};
   cudaKernelNodeParams params{};
   // A library's kernels (cuBLASLt's, launched from its own module) cannot be looked up through
   // the runtime: they share one row.
   if (const cudaError_t e = cudaGraphKernelNodeGetParams(node, &params); e == cudaErrorInvalidDeviceFunction) {
     (void)cudaGetLastError();
-    return "(a library's kernel: cuBLASLt)";
+    return {"(a library's kernel: cuBLASLt)"};
   } else {
     FG_CUDA_CHECK(e);
   }
   const char* name = nullptr;
   FG_CUDA_CHECK(cudaFuncGetName(&name, params.func));
-  return short_kernel_name(name);
+  cudaFuncAttributes attributes{};
+  FG_CUDA_CHECK(cudaFuncGetAttributes(&attributes, params.func));
+  return {short_kernel_name(name), attributes.numRegs};
 }
 
 // The graph's nodes in dependency order; fails unless each node has at most one dependency and
@@ -133,9 +141,9 @@ StepBreakdown breakdown_captured_step(cudaStream_t stream, const std::function<v
   double before = 0.0;                  // the empty prefix takes no time
   for (size_t k = 1; k <= order.size(); ++k) {
     const double now = prefix_us(graph, order, k, stream, reps);
-    const std::string name = node_name(order[k - 1]);
-    auto [it, added] = index.emplace(name, result.kernels.size());
-    if (added) result.kernels.push_back({name, 0, 0.0});
+    const NodeKernel kernel = node_kernel(order[k - 1]);
+    auto [it, added] = index.emplace(kernel.name, result.kernels.size());
+    if (added) result.kernels.push_back({kernel.name, 0, 0.0, kernel.registers});
     KernelShare& share = result.kernels[it->second];
     share.launches += 1;
     share.us += now - before;

@@ -24,6 +24,10 @@ struct KernelShare {
   std::string name;
   int launches = 0;
   double us = 0.0;
+  // Registers per thread of the kernel (-1 for a library's kernel, which the runtime cannot look
+  // up). They decide how many of its blocks fit beside the previous kernel's under PDL, which
+  // moved a kernel's share by 4 us in one case (bench/RESULTS.md, 2026-12-01 session 14).
+  int registers = -1;
 };
 
 struct StepBreakdown {
