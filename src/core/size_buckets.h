@@ -21,6 +21,7 @@ class SizeBuckets {
   explicit SizeBuckets(std::vector<int64_t> sizes);  // raises fg::Error on a size < 1
 
   Bucket of(int64_t n) const;  // n >= 1
+  const std::vector<int64_t>& sizes() const { return sizes_; }  // the configured tops, sorted
 
  private:
   std::vector<int64_t> sizes_;  // sorted, unique, positive

@@ -643,9 +643,10 @@ std::string bounds_label(const attn::SplitKvBounds& b) {
 }
 
 // The bounds `auto` gives batches of 1, 2, 4 and 8 requests on the H200 at hd 128 (and 2, 4, 8 at
-// hd 64: auto_attention.h), and short chunks without tile splits: every context, every head layout, against the CPU; requests
-// stay independent of their batch; and the bounds reach the kernel (a 1000-position context takes
-// 16 one-tile splits under the first bounds, 4 under the defaults, so the bits differ).
+// hd 64: auto_attention.h), and short chunks without tile splits: every context, every head
+// layout, against the CPU; requests stay independent of their batch; and the bounds reach the
+// kernel (a 1000-position context takes 16 one-tile splits under the first bounds, 4 under the
+// defaults, so the bits differ).
 TEST(AttentionSplitKv, OtherBoundsMatchCpuAndKeepRequestsIndependent) {
   FG_REQUIRE_GPU();
   std::mt19937 rng(25);

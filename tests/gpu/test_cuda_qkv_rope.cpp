@@ -103,8 +103,10 @@ TEST(CudaQkvRope, OneLaunchHasTheBitsOfTheStepsAndMatchesCpu) {
 
         // Only the slots of unpadded tokens were written.
         const auto k_cache = gpu_test::download<uint16_t>(one.k_cache);
-        const int64_t cached = std::count_if(slot_mapping.begin(), slot_mapping.end(), [](int64_t s) { return s >= 0; });
-        const int64_t written = std::count_if(k_cache.begin(), k_cache.end(), [](uint16_t b) { return b != kPoisonBf16; });
+        const int64_t cached =
+            std::count_if(slot_mapping.begin(), slot_mapping.end(), [](int64_t s) { return s >= 0; });
+        const int64_t written =
+            std::count_if(k_cache.begin(), k_cache.end(), [](uint16_t b) { return b != kPoisonBf16; });
         EXPECT_EQ(written, cached * kv_size) << what;
 
         // The CPU oracle: the norm, the three linears, RoPE and the cache write.
@@ -113,7 +115,8 @@ TEST(CudaQkvRope, OneLaunchHasTheBitsOfTheStepsAndMatchesCpu) {
         e.cpu.rms_norm(host(x.values, {n, c.in}), host_bf16(g.bits, {c.in}), 1e-5f, host(normed, {n, c.in}));
         std::vector<float>* outs[3] = {&q, &k, &v};
         for (int64_t p = 0, row0 = 0; p < 3; row0 += part_rows[p], ++p) {
-          std::vector<uint16_t> w_bits(span.bits.begin() + row0 * c.in, span.bits.begin() + (row0 + part_rows[p]) * c.in);
+          std::vector<uint16_t> w_bits(span.bits.begin() + row0 * c.in,
+                                       span.bits.begin() + (row0 + part_rows[p]) * c.in);
           std::vector<uint16_t> b_bits(bias_span.bits.begin() + row0, bias_span.bits.begin() + row0 + part_rows[p]);
           const Tensor b = host_bf16(b_bits, {part_rows[p]});
           e.cpu.linear(host(normed, {n, c.in}), host_bf16(w_bits, {part_rows[p], c.in}), with_bias ? &b : nullptr,
@@ -121,7 +124,8 @@ TEST(CudaQkvRope, OneLaunchHasTheBitsOfTheStepsAndMatchesCpu) {
         }
         e.cpu.rope_and_cache_write(host(q, {n, q_size}), host(k, {n, kv_size}), host(v, {n, kv_size}),
                                    Tensor(positions.data(), DType::kI32, {n}),
-                                   Tensor(slot_mapping.data(), DType::kI64, {n}), host(table, {max_positions, c.head_dim}),
+                                   Tensor(slot_mapping.data(), DType::kI64, {n}),
+                                   host(table, {max_positions, c.head_dim}),
                                    {host(cpu_k_cache, {num_blocks, block_size, c.kv_heads, c.head_dim}),
                                     host(cpu_v_cache, {num_blocks, block_size, c.kv_heads, c.head_dim})});
         e.cpu.synchronize();

@@ -119,7 +119,8 @@ class SplitKvAttentionBackend final : public AttentionBackend {
         "split; workspace {:.1f} MiB",
         attn::kSplitKvMaxQueryLen, bounds_.max_splits, bounds_.min_chunk, bounds_.tile_splits, attn::kSplitKvTileN,
         attn::kSplitKvTileN, limits_.num_heads / limits_.num_kv_heads,
-        attn::split_kv_smem_bytes(static_cast<int>(limits_.head_dim)) / 1024, limits_.head_dim, resident_ctas_, limits_.num_kv_heads, workspace_mib);
+        attn::split_kv_smem_bytes(static_cast<int>(limits_.head_dim)) / 1024, limits_.head_dim, resident_ctas_,
+        limits_.num_kv_heads, workspace_mib);
   }
 
   void run(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale, const Tensor& out,

@@ -58,7 +58,7 @@ void check_row_norm(const Tensor& x, const Tensor& weight, const Tensor& out, co
 }  // namespace
 
 CudaBackend::CudaBackend(int device, std::unique_ptr<AttentionBackend> attention)
-    : device_(device), buckets_(std::make_unique<SizeBuckets>()), attention_(std::move(attention)) {
+    : device_(device), attention_(std::move(attention)) {
   FG_CUDA_CHECK(cudaSetDevice(device_));
   FG_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
   // A blocking stream (not cudaStreamNonBlocking): work that setup code or tests put on the legacy
@@ -79,13 +79,12 @@ CudaBackend::~CudaBackend() {
 void CudaBackend::set_attention(std::unique_ptr<AttentionBackend> attention) {
   attention_ = std::move(attention);
   if (!attention_) return;
-  attention_->set_capture_sizes(capture_sizes_);
+  attention_->set_capture_sizes(buckets_.sizes());
   attention_->set_batch_invariant(batch_invariant_);
 }
 
 void CudaBackend::set_capture_sizes(const std::vector<int64_t>& sizes) {
-  capture_sizes_ = sizes;
-  *buckets_ = SizeBuckets(sizes);
+  buckets_ = SizeBuckets(sizes);
   gemm_->clear_plans();
   if (attention_) attention_->set_capture_sizes(sizes);
 }

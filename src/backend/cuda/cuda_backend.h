@@ -173,11 +173,10 @@ class CudaBackend final : public Backend {
   int device_ = 0;
   int sm_count_ = 0;
   bool batch_invariant_ = false;  // see Backend::set_batch_invariant
-  std::vector<int64_t> capture_sizes_;  // the last set_capture_sizes, handed to a later attention backend too
   cudaStream_t stream_ = nullptr;
   bool capturing_ = false;
   size_t graph_memory_bytes_ = 0;  // device memory taken by instantiated graphs
-  std::unique_ptr<SizeBuckets> buckets_;  // of token rows, for the linears
+  SizeBuckets buckets_;  // of token rows, for the linears; its sizes also reach a later attention backend
   std::unique_ptr<cuda::CublasLtLinear> gemm_;
   std::unique_ptr<cuda::StreamedLinear> streamed_;
   std::unique_ptr<AttentionBackend> attention_;

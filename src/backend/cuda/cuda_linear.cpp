@@ -100,7 +100,7 @@ void CudaBackend::linear_with(LinearPath path, const Tensor& x, const Tensor& we
   const void* bias_data = has_data(bias) ? bias->data : nullptr;
   if (runs_cublaslt(path, x.dim(0))) {
     gemm_->run(x.data, weight.data, bias_data, out.data, out.dtype == DType::kF32, x.dim(0), x.dim(1), weight.dim(0),
-               buckets_->of(x.dim(0)), stream_);
+               buckets_.of(x.dim(0)), stream_);
     return;
   }
   run_small_n(path, x, weight.data, bias_data, cuda::LinearOutputs::whole(out.data, weight.dim(0)), weight.dim(0),
@@ -185,7 +185,8 @@ void CudaBackend::rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& n
   check_input_norm(x, norm_weight);
   int64_t rows = 0;
   const cuda::LinearOutputs outputs = group_outputs(x, qkv, rows);
-  const RopeShape r = check_rope_inputs(qkv[0].out, qkv[1].out, qkv[2].out, positions, slot_mapping, rope_cos_sin, cache);
+  const RopeShape r =
+      check_rope_inputs(qkv[0].out, qkv[1].out, qkv[2].out, positions, slot_mapping, rope_cos_sin, cache);
   FG_CHECK(r.max_positions <= INT32_MAX, "cuda backend: a RoPE table of {} positions is too large", r.max_positions);
   const int64_t n = x.dim(0);
   if (n == 0) return;
@@ -214,7 +215,7 @@ void CudaBackend::linear_residual_add(const Tensor& x, const Tensor& weight, con
   const int64_t n = x.dim(0);
   if (n == 0) return;
   if (runs_cublaslt(LinearPath::kAuto, n)) {
-    gemm_->run(x.data, weight.data, nullptr, residual.data, false, n, x.dim(1), weight.dim(0), buckets_->of(n),
+    gemm_->run(x.data, weight.data, nullptr, residual.data, false, n, x.dim(1), weight.dim(0), buckets_.of(n),
                stream_, /*add_to_out=*/true);
     return;
   }
@@ -225,7 +226,7 @@ void CudaBackend::linear_residual_add(const Tensor& x, const Tensor& weight, con
 
 // Every n of a bucket whose top is at most kSmallNMaxRows runs the small-n kernel, the others
 // cuBLASLt: a pure function of the bucket, as graph == eager needs.
-bool CudaBackend::in_small_n_bucket(int64_t n) const { return buckets_->of(n).hi <= cuda::kSmallNMaxRows; }
+bool CudaBackend::in_small_n_bucket(int64_t n) const { return buckets_.of(n).hi <= cuda::kSmallNMaxRows; }
 
 bool CudaBackend::fuses_small_n(int64_t n) const {
   // Batch-invariant mode runs every n through the small-n path in groups of 16 rows; the

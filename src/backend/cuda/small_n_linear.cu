@@ -429,8 +429,10 @@ void launch_small_n_qkv_rope(const bf16* x, const InputNorm& norm, const bf16* w
   // The caller checks small_n_linear_takes_norm and the layout: three parts, q and k whole heads.
   if (warps <= 1 || !norm.enabled() || out.parts != 3 || rope.head_dim % 16 != 0 || out.begin[2] % rope.head_dim != 0)
     FG_CUDA_CHECK(cudaErrorInvalidValue);
-  if (n > 8) launch_typed<true, 0, kUnroll, bf16, true, true>(x, w, bias, out, n, in, out_features, warps, stream, norm, rope);
-  else launch_typed<false, 0, kUnroll, bf16, true, true>(x, w, bias, out, n, in, out_features, warps, stream, norm, rope);
+  if (n > 8)
+    launch_typed<true, 0, kUnroll, bf16, true, true>(x, w, bias, out, n, in, out_features, warps, stream, norm, rope);
+  else
+    launch_typed<false, 0, kUnroll, bf16, true, true>(x, w, bias, out, n, in, out_features, warps, stream, norm, rope);
 }
 
 void launch_add_bias_f32(float* out, const bf16* bias, int64_t n, int64_t out_features, cudaStream_t stream) {
