@@ -1,10 +1,11 @@
 // tests/gpu/test_cuda_qkv_rope.cpp — rms_norm_qkv_rope_cache_write on the CudaBackend: where the
 // q/k/v span takes the direct kernel, the norm, the matmul, RoPE and the KV-cache write run as one
-// launch (qkv_rope.h), which must leave q, k, v and both caches with the bits of the two steps it
-// replaces (Backend's default: rms_norm_linear_group, then rope_and_cache_write), and match the
-// CPU oracle running the same steps. Shapes: head_dim 64 and 128, GQA ratios 1, 4 and 8, with and
-// without biases, n across the 8-row halves of the tensor-core tile; some tokens padded (slot -1),
-// whose slots must keep the poison; n > 16 takes the steps.
+// launch (qkv_rope.h); where it streams, the norm kernel then one streamed launch. Either must
+// leave q, k, v and both caches with the bits of the two steps it replaces (Backend's default:
+// rms_norm_linear_group, then rope_and_cache_write), and match the CPU oracle running the same
+// steps. Shapes: head_dim 64 and 128, GQA ratios 1, 3, 4 and 8, with and without biases, n across
+// the 8-row halves of the tensor-core tile; some tokens padded (slot -1), whose slots must keep
+// the poison; n > 16 takes the steps.
 //
 // Tolerance: relative error <= 1e-2, as gpu_test_support.h explains; the fused launch against the
 // steps is exact.
@@ -46,7 +47,10 @@ TEST(CudaQkvRope, OneLaunchHasTheBitsOfTheStepsAndMatchesCpu) {
   FG_REQUIRE_GPU();
   Env e;
   const int64_t block_size = 16, max_positions = 4096;
-  const std::vector<QkvCase> cases = {{2048, 32, 8, 64}, {1024, 8, 8, 128}, {1024, 16, 2, 128}, {512, 8, 2, 64}};
+  // The direct kernel (the first four), then the streamed one: the 8B's span, and heads of 64
+  // with GQA 3 (5120 rows: passes cut at every half head of 4 tile pairs).
+  const std::vector<QkvCase> cases = {{2048, 32, 8, 64},   {1024, 8, 8, 128}, {1024, 16, 2, 128},
+                                      {512, 8, 2, 64},     {4096, 32, 8, 128}, {4096, 48, 16, 64}};
   for (const QkvCase& c : cases) {
     const int64_t q_size = c.heads * c.head_dim, kv_size = c.kv_heads * c.head_dim, rows = q_size + 2 * kv_size;
     // The q, k and v weights (and biases) back to back, as the loader places them.

@@ -120,9 +120,10 @@ class CudaBackend final : public Backend {
   void rms_norm_linear_silu_mul(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
                                 const Tensor& gate, const Tensor& up, const Tensor& gate_out, const Tensor& up_out,
                                 const Tensor& out) override;
-  // One launch of the direct kernel where the q/k/v span takes its input norm (see above) and n
-  // is a small-n row count: the norm in its input, RoPE and the cache write in its store
-  // (qkv_rope.h), with the bits of the two steps. Otherwise the two steps.
+  // Where n is a small-n row count, RoPE and the cache write ride in the q/k/v matmul's store
+  // (qkv_rope.h), with the bits of the two steps: one launch of the direct kernel where the span
+  // takes its input norm (see above); the norm kernel then one streamed launch where the span
+  // streams unsplit. Otherwise the two steps.
   void rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
                                      const std::vector<LinearPart>& qkv, const Tensor& positions,
                                      const Tensor& slot_mapping, const Tensor& rope_cos_sin,

@@ -170,7 +170,11 @@ bool CudaBackend::fuses_qkv_rope(int64_t n, const std::vector<LinearPart>& qkv) 
   if (qkv.size() != 3 || !fuses_small_n(n) || !fusable(qkv) || qkv[0].out.dtype != DType::kBF16) return false;
   int64_t rows = 0;
   for (const LinearPart& part : qkv) rows += part.weight->dim(0);
-  return takes_input_norm(rows, qkv[0].weight->dim(1));
+  const int64_t in = qkv[0].weight->dim(1);
+  // The direct kernel with its input norm, or the streamed one after the norm kernel (its head
+  // conditions hold for any q/k/v that rope_and_cache_write takes).
+  return takes_input_norm(rows, in) ||
+         (cuda::prefers_streamed_linear(rows, in, sm_count_) && cuda::streamed_k_slices(rows, in, sm_count_) == 1);
 }
 
 void CudaBackend::rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& norm_weight, float eps,
@@ -199,12 +203,17 @@ void CudaBackend::rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& n
   rope.head_dim = static_cast<int>(r.head_dim);
   rope.max_positions = static_cast<int>(r.max_positions);
   rope.num_slots = r.slots;
-  const LinearPart& q = qkv[0];
-  cuda::launch_small_n_qkv_rope(static_cast<const __nv_bfloat16*>(x.data),
-                                {static_cast<const __nv_bfloat16*>(norm_weight.data), eps},
-                                static_cast<const __nv_bfloat16*>(q.weight->data),
-                                static_cast<const __nv_bfloat16*>(has_data(q.bias) ? q.bias->data : nullptr), outputs,
-                                rope, n, x.dim(1), rows, cuda::small_n_linear_warps(rows, sm_count_), stream_);
+  const auto* w16 = static_cast<const __nv_bfloat16*>(qkv[0].weight->data);
+  const auto* b16 = static_cast<const __nv_bfloat16*>(has_data(qkv[0].bias) ? qkv[0].bias->data : nullptr);
+  if (takes_input_norm(rows, x.dim(1))) {
+    cuda::launch_small_n_qkv_rope(static_cast<const __nv_bfloat16*>(x.data),
+                                  {static_cast<const __nv_bfloat16*>(norm_weight.data), eps}, w16, b16, outputs, rope,
+                                  n, x.dim(1), rows, cuda::small_n_linear_warps(rows, sm_count_), stream_);
+    return;
+  }
+  rms_norm(x, norm_weight, eps, normed);
+  streamed_->run_qkv_rope(static_cast<const __nv_bfloat16*>(normed.data), w16, b16, outputs, rope, n, x.dim(1), rows,
+                          stream_);
 }
 
 void CudaBackend::linear_residual_add(const Tensor& x, const Tensor& weight, const Tensor& out,

@@ -17,6 +17,11 @@
 
 #include <cstdint>
 
+#include "backend/cuda/linear_outputs.h"
+#ifdef __CUDACC__
+#include "backend/cuda/bf16_vec.cuh"
+#endif
+
 namespace fg::cuda {
 
 // The step's RoPE inputs and the cache of one layer. The q, k and v columns are the three parts
@@ -51,6 +56,26 @@ inline int qkv_weight_row(int row, int rotated, int head_dim) {
 __device__ __forceinline__ void rope_rotate(float a, float b, float c, float s, float& ra, float& rb) {
   ra = __fmaf_rn(a, c, -__fmul_rn(b, s));
   rb = __fmaf_rn(b, c, __fmul_rn(a, s));
+}
+
+// The store of one pair of token `token`'s sums (bias added) into the q/k/v parts of `out`:
+// `first` goes to column `column`, `second` to `partner`. In q and k (column < out.begin[2]) the
+// two are a RoPE pair (partner = column + hd/2): rounded to BF16 as a plain store would, rotated by
+// the angle whose cosine and sine are c and s, and rounded again. k and v also go to the token's
+// cache slot `slot`, unless it is negative (a padded token) or past the cache.
+__device__ __forceinline__ void store_qkv_pair(const LinearOutputs& out, const QkvRope& rope, int token, int column,
+                                               int partner, float first, float second, float c, float s,
+                                               int64_t slot) {
+  const int k_begin = static_cast<int>(out.begin[1]), v_begin = static_cast<int>(out.begin[2]);
+  if (column < v_begin) rope_rotate(bf16_round(first), bf16_round(second), c, s, first, second);
+  out.put<__nv_bfloat16>(token, column, first);
+  out.put<__nv_bfloat16>(token, partner, second);
+  if (slot < 0 || slot >= rope.num_slots || column < k_begin) return;
+  const int64_t kv_width = out.begin[3] - v_begin;  // nkv * hd: a cache slot
+  __nv_bfloat16* cache =
+      (column < v_begin ? rope.k_cache + (column - k_begin) : rope.v_cache + (column - v_begin)) + slot * kv_width;
+  cache[0] = __float2bfloat16_rn(first);
+  cache[partner - column] = __float2bfloat16_rn(second);
 }
 #endif
 

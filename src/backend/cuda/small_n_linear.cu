@@ -124,16 +124,14 @@ __device__ __forceinline__ RopeLane load_rope_lane(const LinearOutputs& out, con
 }
 
 // The store of a kRope launch for that lane: sums[0], sums[1] are token g's at logical rows `row`
-// and row + 1, sums[2], sums[3] token g + 8's. In q and k those rows are a RoPE pair: rounded to
-// BF16 as a plain store would, rotated, stored at their true columns and, for k, in the token's
-// cache slot. In v the two sums are stored as they are, and in the cache slot too. The bias (at
-// the rows' weight rows) is added before the rounding, as in the plain store.
+// and row + 1, sums[2], sums[3] token g + 8's. In q and k those rows are a RoPE pair, stored at
+// their true columns; in v two neighbouring columns (store_qkv_pair). The bias (at the rows' weight
+// rows) is added before the rounding, as in the plain store.
 __device__ __forceinline__ void store_qkv_rope(const LinearOutputs& out, const QkvRope& rope, const RopeLane& lane,
                                                const bf16* bias, int n, int out_features, int row, int g,
                                                const float (&sums)[4]) {
   if (row >= out_features) return;  // out_features is even: a pair is all in or all out
-  const int k_begin = static_cast<int>(out.begin[1]), v_begin = static_cast<int>(out.begin[2]);
-  const int64_t kv_width = out.begin[3] - v_begin;  // nkv * hd: a cache slot
+  const int v_begin = static_cast<int>(out.begin[2]);
   const int column = row < v_begin ? qkv_weight_row(row, v_begin, rope.head_dim) : row;
   const int partner = row < v_begin ? column + rope.head_dim / 2 : row + 1;  // where the second sum goes
 #pragma unroll
@@ -145,16 +143,7 @@ __device__ __forceinline__ void store_qkv_rope(const LinearOutputs& out, const Q
       first += __bfloat162float(bias[column]);
       second += __bfloat162float(bias[partner]);
     }
-    if (row < v_begin)
-      rope_rotate(bf16_round(first), bf16_round(second), lane.cos[r], lane.sin[r], first, second);
-    out.put<bf16>(token, column, first);
-    out.put<bf16>(token, partner, second);
-    const int64_t slot = lane.slot[r];
-    if (slot < 0 || slot >= rope.num_slots || column < k_begin) continue;
-    bf16* cache = (column < v_begin ? rope.k_cache + (column - k_begin) : rope.v_cache + (column - v_begin)) +
-                  slot * kv_width;  // the first value's element of the slot
-    cache[0] = __float2bfloat16_rn(first);
-    cache[partner - column] = __float2bfloat16_rn(second);
+    store_qkv_pair(out, rope, token, column, partner, first, second, lane.cos[r], lane.sin[r], lane.slot[r]);
   }
 }
 

@@ -136,4 +136,22 @@ void StreamedLinear::run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, _
                                timeline_, stream);
 }
 
+void StreamedLinear::run_qkv_rope(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
+                                  const LinearOutputs& out, const QkvRope& rope, int64_t n, int64_t in, int64_t rows,
+                                  cudaStream_t stream, int blocks_per_sm) {
+  if (n == 0 || rows == 0) return;
+  FG_CHECK(qkv_rope_streamed_applies(rows, in, rope.head_dim, sm_count_) && out.parts == 3 &&
+               out.begin[3] == rows && out.begin[2] % rope.head_dim == 0 && out.begin[1] % rope.head_dim == 0,
+           "cuda backend: the streamed q/k/v linear with RoPE does not take a {} x {} span in parts of {}, {} and {} "
+           "rows with heads of {}",
+           rows, in, out.begin[1], out.begin[2] - out.begin[1], out.begin[3] - out.begin[2], rope.head_dim);
+  // The span's own choice, so that the launch reads like the plain run of the span.
+  if (blocks_per_sm == 0) blocks_per_sm = streamed_blocks_per_sm(rows, 1, n, sm_count_);
+  check_blocks_per_sm(blocks_per_sm);
+  const StreamedGrid grid = streamed_qkv_rope_grid(rows, blocks_per_sm, sm_count_);
+  const Maps::Launch maps = maps_->for_launch(x, w, rows, in, n, grid.pass_tiles);
+  launch_streamed_qkv_rope(maps.weights, maps.tokens, maps.pass_weights, bias, out, rope, n, in, rows, grid,
+                           timeline_, stream);
+}
+
 }  // namespace fg::cuda

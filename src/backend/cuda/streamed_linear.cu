@@ -61,6 +61,7 @@
 #include "backend/cuda/input_norm.h"
 #include "backend/cuda/mma_bf16.cuh"
 #include "backend/cuda/pdl.cuh"
+#include "backend/cuda/qkv_rope.h"
 #include "backend/cuda/streamed_linear.h"
 
 #include <algorithm>
@@ -188,13 +189,15 @@ struct Pass {
 };
 
 // The pass that starts at work unit `unit` (slice-major: unit = slice x tiles_total + tile) of a
-// block whose units end at unit_end.
+// block whose units end at unit_end. group > 0: a pass does not cross a multiple of `group` units
+// (kRope: half a head, so that its first tiles lie back to back).
 __device__ __forceinline__ Pass pass_at(int64_t unit, int64_t unit_end, int64_t tiles_total, int pass_tiles,
-                                        int k_slices, int chunks) {
+                                        int k_slices, int chunks, int group) {
   Pass p;
   p.slice = static_cast<int>(unit / tiles_total);
   p.tile0 = unit % tiles_total;
   p.tiles = static_cast<int>(min(min(static_cast<int64_t>(pass_tiles), unit_end - unit), tiles_total - p.tile0));
+  if (group > 0) p.tiles = min(p.tiles, static_cast<int>(group - p.tile0 % group));
   p.chunk_begin = p.slice * chunks / k_slices;
   p.chunk_end = (p.slice + 1) * chunks / k_slices;
   return p;
@@ -207,14 +210,21 @@ __device__ __forceinline__ Pass pass_at(int64_t unit, int64_t unit_end, int64_t 
 // kNorm (gated only): the token rows are normalized on the way in (input_norm.h): each token
 // fragment becomes bf16(g ⊙ x) and adds to its row's sum of squares, and each pass's sums are
 // scaled by 1 / rms (gate and up both, before their rounding).
-template <bool kUpperHalf, typename OutT, bool kGated, bool kNorm>
+// kRope: the weight is a q/k/v span and a unit is a pair of tiles in RoPE pairs, the first tile of
+// rows (e .. e + 7) in the first half of a head and the second hd/2 rows below it (qkv_rope.h); a
+// pass holds up to 4 pairs of one half head, its first tiles then their second tiles, as gated.
+// Consumer warp w sums pair w and stores it rotated (q, k) or as it is (v), and k and v also in the
+// cache.
+template <bool kUpperHalf, typename OutT, bool kGated, bool kNorm, bool kRope>
 __global__ void __launch_bounds__(kThreads, 2)
     streamed_linear_kernel(const __grid_constant__ CUtensorMap weights, const __grid_constant__ CUtensorMap tokens,
                            const __grid_constant__ CUtensorMap pass_weights, const bf16* __restrict__ bias,
                            const LinearOutputs out, int n, int in, int out_features, int64_t tiles_total, int k_slices,
                            float* slice_sums, int* arrivals, int pass_tiles, int stages, const InputNorm norm,
-                           unsigned long long* timeline) {
+                           const QkvRope rope, unsigned long long* timeline) {
   static_assert(!kNorm || kGated, "the plain kernel takes no input norm (CudaBackend::takes_input_norm)");
+  static_assert(!(kGated && kRope) && (!kRope || std::is_same_v<OutT, bf16>), "RoPE pairs: BF16, not gated");
+  constexpr bool kPaired = kGated || kRope;  // a unit is a pair of tiles
   extern __shared__ __align__(1024) unsigned char shared[];
   auto* partial = reinterpret_cast<float(*)[kPassTiles][4][32]>(shared);  // [warp][tile][acc][lane]
   auto* full = reinterpret_cast<uint64_t*>(shared + kPartialBytes);
@@ -224,7 +234,15 @@ __global__ void __launch_bounds__(kThreads, 2)
   auto* row_sum_sq = reinterpret_cast<float(*)[16]>(completes + kPassTiles);  // kNorm: [warp][token row]
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   constexpr int kSlotBytes = token_slot_bytes(kUpperHalf);
-  constexpr int kTilesPerUnit = kGated ? 2 : 1;
+  constexpr int kTilesPerUnit = kPaired ? 2 : 1;
+  // kRope: tiles in half a head; the passes do not cross one (pass_at).
+  const int pair_group = kRope ? rope.head_dim / (2 * kTileRows) : 0;
+  // The weight tile of part `part` (0 or 1) of paired unit u: gated, gate tile u and up tile u
+  // tiles_total tiles below; kRope, tile e of half a head and the tile hd/2 rows below it.
+  auto pair_tile = [&](int64_t u, int part) -> int64_t {
+    if constexpr (kRope) return (u / pair_group) * 2 * pair_group + u % pair_group + part * pair_group;
+    return u + part * tiles_total;
+  };
   const int stage_bytes = kSlotBytes + kTilesPerUnit * pass_tiles * kTileBytes;
   const int64_t units = tiles_total * k_slices;
   const int64_t unit_begin = blockIdx.x * units / gridDim.x;
@@ -259,7 +277,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     auto for_each_item = [&](auto&& visit) {
       int item = 0;
       for (int64_t unit = unit_begin; unit < unit_end;) {
-        const Pass p = pass_at(unit, unit_end, tiles_total, pass_tiles, k_slices, chunks);
+        const Pass p = pass_at(unit, unit_end, tiles_total, pass_tiles, k_slices, chunks, pair_group);
         for (int chunk = p.chunk_begin; chunk < p.chunk_end; ++chunk, ++item)
           if (!visit(item, p, chunk)) return;
         unit += p.tiles;
@@ -269,12 +287,12 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int stage = item % stages;
       unsigned char* base = ring + stage * stage_bytes;
       if (copy_weights) {
-        // The stage's bytes are announced before any copy lands. Gated, the up tiles lie
-        // tiles_total tiles below their gate tiles, and land pass_tiles tiles after them.
+        // The stage's bytes are announced before any copy lands. Paired, the second tiles lie
+        // below the first ones (pair_tile), and land pass_tiles tiles after them.
         mbarrier_arrive_expect_tx(&full[stage], token_bytes + kTilesPerUnit * p.tiles * kTileBytes);
         for (int part = 0; part < kTilesPerUnit; ++part) {
           unsigned char* dst = base + kSlotBytes + part * pass_tiles * kTileBytes;
-          const int64_t first_tile = p.tile0 + part * tiles_total;
+          const int64_t first_tile = kPaired ? pair_tile(p.tile0, part) : p.tile0;
           if (p.tiles == pass_tiles) {  // one copy for the whole pass: its tiles are adjacent rows
             tensor_copy_2d(dst, &pass_weights, chunk * kChunk, static_cast<int>(first_tile * kTileRows), &full[stage],
                            weight_policy);
@@ -337,12 +355,55 @@ __global__ void __launch_bounds__(kThreads, 2)
   // Accumulator a of a pass: its tile (first kHalf gate tiles, then their up tiles when gated) and
   // where that tile lies in the stage.
   constexpr int kHalf = kPassTiles / 2;
-  auto tile_of = [](int a) { return kGated ? a % kHalf : a; };
-  auto slot_of = [&](int a) { return kGated && a >= kHalf ? pass_tiles + a - kHalf : a; };
+  auto tile_of = [](int a) { return kPaired ? a % kHalf : a; };
+  auto slot_of = [&](int a) { return kPaired && a >= kHalf ? pass_tiles + a - kHalf : a; };
+  // kRope: the store's cosines and sines (token g + 8 r, row 2t + j of the pair's first tile) and
+  // the tokens' cache slots, read at the start of each pass, well before its last stage lands.
+  float rope_cos[2][2] = {}, rope_sin[2][2] = {};
+  int64_t rope_slot[2] = {-1, -1};
+  auto read_rope_inputs = [&](const Pass& p) {
+    if constexpr (kRope) {
+      if (warp >= p.tiles) return;
+      const int64_t row = pair_tile(p.tile0 + warp, 0) * kTileRows + 2 * t;
+      const int e = static_cast<int>(row % rope.head_dim), half = rope.head_dim / 2;
+      const bool rotated = row < out.begin[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int token = g + r * 8;
+        rope_slot[r] = token < n ? rope.slot_mapping[token] : -1;
+        if (token >= n || !rotated) continue;
+        const int pos = min(max(rope.positions[token], 0), rope.max_positions - 1);
+        const float* cos_row = rope.cos_sin + static_cast<int64_t>(pos) * rope.head_dim;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          rope_cos[r][j] = cos_row[e + j];
+          rope_sin[r][j] = cos_row[half + e + j];
+        }
+      }
+    }
+  };
+  // kRope: pair (first, second) of first tile `tile`, bias added, stored (store_qkv_pair).
+  auto store_rope_pair = [&](int64_t tile, const float (&first)[4], const float (&second)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int token = g + (i >> 1) * 8;
+      if (token >= n) continue;
+      const int column = static_cast<int>(tile * kTileRows) + 2 * t + (i & 1);
+      const int partner = column + rope.head_dim / 2;
+      float a = first[i], b = second[i];
+      if (bias != nullptr) {
+        a += __bfloat162float(bias[column]);
+        b += __bfloat162float(bias[partner]);
+      }
+      store_qkv_pair(out, rope, token, column, partner, a, b, rope_cos[i >> 1][i & 1], rope_sin[i >> 1][i & 1],
+                     rope_slot[i >> 1]);
+    }
+  };
   int item = 0;
   for (int64_t unit = unit_begin; unit < unit_end;) {
-    const Pass p = pass_at(unit, unit_end, tiles_total, pass_tiles, k_slices, chunks);
+    const Pass p = pass_at(unit, unit_end, tiles_total, pass_tiles, k_slices, chunks, pair_group);
     unit += p.tiles;
+    read_rope_inputs(p);
     float acc[kPassTiles][4] = {};
     float sum_sq_lo = 0.0f, sum_sq_hi = 0.0f;  // kNorm: rows g and g + 8 over this lane's k
     // kNorm: the norm weight at this lane's k-steps of a chunk, requested a chunk ahead so that its
@@ -408,13 +469,14 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int other = 1; other < kConsumerWarps; ++other) sum[i] += partial[other][a][i][lane];
       }
     };
-    if constexpr (kGated) {
+    if constexpr (kPaired) {
       static_assert(kConsumerWarps == kHalf, "one pair per consumer warp");
       if (warp < p.tiles) {
-        float gate[4], up[4];
-        warp_sum(warp, gate);
-        warp_sum(warp + kHalf, up);
-        store_gated_tile(p.tile0 + warp, gate, up);
+        float first[4], second[4];  // gated: gate and up
+        warp_sum(warp, first);
+        warp_sum(warp + kHalf, second);
+        if constexpr (kGated) store_gated_tile(p.tile0 + warp, first, second);
+        else store_rope_pair(pair_tile(p.tile0 + warp, 0), first, second);
       }
     } else {
       for (int tile = warp; tile < p.tiles; tile += kConsumerWarps) {
@@ -478,9 +540,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (threadIdx.x == 0) record_event(timeline, kEventExit);
 }
 
-template <bool kUpperHalf, typename OutT, bool kGated, bool kNorm = false>
+template <bool kUpperHalf, typename OutT, bool kGated, bool kNorm = false, bool kRope = false>
 void set_shared_limit() {
-  FG_CUDA_CHECK(cudaFuncSetAttribute(streamed_linear_kernel<kUpperHalf, OutT, kGated, kNorm>,
+  FG_CUDA_CHECK(cudaFuncSetAttribute(streamed_linear_kernel<kUpperHalf, OutT, kGated, kNorm, kRope>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedBytes));
 }
 
@@ -500,14 +562,16 @@ StreamedGrid grid_for_units(int64_t units, int max_pass, int blocks_per_sm, int 
 }
 
 // Launches the kernel with as many ring stages as the grid's ring bytes hold. out_features: the
-// output columns (gated: the intermediate size); tiles: the units per slice (gated: tile pairs).
-template <bool kGated>
+// output columns (gated: the intermediate size); tiles: the units per slice (gated, kRope: tile
+// pairs).
+template <bool kGated, bool kRope = false>
 void launch_kernel(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                    const bf16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
                    int64_t out_features, int64_t tiles, int k_slices, StreamedGrid grid, float* slice_sums,
-                   int* arrivals, const InputNorm& norm, unsigned long long* timeline, cudaStream_t stream) {
+                   int* arrivals, const InputNorm& norm, unsigned long long* timeline, cudaStream_t stream,
+                   const QkvRope& rope = {}) {
   const auto [blocks, pass_tiles, ring_bytes] = grid;
-  const int stage_bytes = token_slot_bytes(n > 8) + (kGated ? 2 : 1) * pass_tiles * kTileBytes;
+  const int stage_bytes = token_slot_bytes(n > 8) + (kGated || kRope ? 2 : 1) * pass_tiles * kTileBytes;
   const int stages = std::min(kMaxStages, ring_bytes / stage_bytes);
   const int shared_bytes = kHeaderBytes + stages * stage_bytes;
   const int n32 = static_cast<int>(n), in32 = static_cast<int>(in), out32 = static_cast<int>(out_features);
@@ -515,16 +579,20 @@ void launch_kernel(const CUtensorMap& weights, const CUtensorMap& tokens, const 
     using OutT = std::remove_pointer_t<decltype(out_type)>;
     // PDL: the kernel may start while the previous one in the stream drains (it waits for it
     // before touching the tokens, the output or the slice sums).
-    launch_with_pdl(streamed_linear_kernel<decltype(upper_half)::value, OutT, kGated, decltype(normed)::value>,
-                    dim3(static_cast<unsigned>(blocks)), dim3(kThreads), static_cast<size_t>(shared_bytes), stream,
-                    weights, tokens, pass_weights, bias, out, n32, in32, out32, tiles, k_slices, slice_sums, arrivals,
-                    pass_tiles, stages, norm, timeline);
+    launch_with_pdl(
+        streamed_linear_kernel<decltype(upper_half)::value, OutT, kGated, decltype(normed)::value, kRope>,
+        dim3(static_cast<unsigned>(blocks)), dim3(kThreads), static_cast<size_t>(shared_bytes), stream, weights,
+        tokens, pass_weights, bias, out, n32, in32, out32, tiles, k_slices, slice_sums, arrivals, pass_tiles, stages,
+        norm, rope, timeline);
   };
   // The gated kernel (the only one that takes an input norm): BF16 out only, the activation
   // feeds the down projection.
   bf16* const bf16_out = nullptr;
   float* const f32_out = nullptr;
-  if constexpr (kGated) {
+  if constexpr (kRope) {
+    if (n > 8) launch(std::true_type{}, bf16_out, std::false_type{});
+    else launch(std::false_type{}, bf16_out, std::false_type{});
+  } else if constexpr (kGated) {
     if (norm.enabled()) {
       if (n > 8) launch(std::true_type{}, bf16_out, std::true_type{});
       else launch(std::false_type{}, bf16_out, std::true_type{});
@@ -552,6 +620,8 @@ void configure_streamed_linear_kernels() {
   set_shared_limit<false, bf16, true>();
   set_shared_limit<true, bf16, true, true>();
   set_shared_limit<false, bf16, true, true>();
+  set_shared_limit<true, bf16, false, false, true>();
+  set_shared_limit<false, bf16, false, false, true>();
 }
 
 StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm, int sm_count) {
@@ -560,6 +630,10 @@ StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm
 
 StreamedGrid streamed_gated_grid(int64_t intermediate, int blocks_per_sm, int sm_count) {
   return grid_for_units(intermediate / kTileRows, kPassTiles / 2, blocks_per_sm, sm_count);
+}
+
+StreamedGrid streamed_qkv_rope_grid(int64_t rows, int blocks_per_sm, int sm_count) {
+  return grid_for_units(rows / (2 * kTileRows), kPassTiles / 2, blocks_per_sm, sm_count);
 }
 
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
@@ -579,6 +653,14 @@ void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap&
   if (n == 0 || intermediate == 0) return;
   launch_kernel<true>(weights, tokens, pass_weights, nullptr, LinearOutputs::whole(out, intermediate), false, n, in,
                       intermediate, intermediate / kTileRows, 1, grid, nullptr, nullptr, norm, timeline, stream);
+}
+
+void launch_streamed_qkv_rope(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
+                              const bf16* bias, const LinearOutputs& out, const QkvRope& rope, int64_t n, int64_t in,
+                              int64_t rows, StreamedGrid grid, unsigned long long* timeline, cudaStream_t stream) {
+  if (n == 0 || rows == 0) return;
+  launch_kernel<false, true>(weights, tokens, pass_weights, bias, out, false, n, in, rows, rows / (2 * kTileRows), 1,
+                             grid, nullptr, nullptr, InputNorm{}, timeline, stream, rope);
 }
 
 }  // namespace fg::cuda

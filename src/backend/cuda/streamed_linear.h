@@ -14,6 +14,7 @@
 
 #include "backend/cuda/input_norm.h"
 #include "backend/cuda/linear_outputs.h"
+#include "backend/cuda/qkv_rope.h"
 
 namespace fg::cuda {
 
@@ -115,6 +116,13 @@ inline bool gated_linear_applies(int64_t intermediate, int64_t in, int sm_count)
          streamed_k_slices(2 * intermediate, in, sm_count) == 1;
 }
 
+// Whether StreamedLinear::run_qkv_rope takes a q/k/v span of `rows` rows (q, k and v whole heads of
+// head_dim, a multiple of 16): a span the streamed kernel runs, in one slice of k.
+inline bool qkv_rope_streamed_applies(int64_t rows, int64_t in, int64_t head_dim, int sm_count) {
+  return head_dim % 16 == 0 && rows % head_dim == 0 && prefers_streamed_linear(rows, in, sm_count) &&
+         streamed_k_slices(rows, in, sm_count) == 1;
+}
+
 // out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]), fp32 accumulation, bias added in fp32, one
 // rounding to the output type. x [n, in] BF16 with 1 <= n <= 16, rows contiguous; w
 // [out_features, in] BF16; bias [out_features] BF16 or null; out: the [n, out_features] outputs,
@@ -152,6 +160,14 @@ class StreamedLinear {
   void run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int64_t n, int64_t in,
                  int64_t intermediate, cudaStream_t stream, int blocks_per_sm = 0, const InputNorm& norm = {});
 
+  // run() of a q/k/v span w [rows, in] (bias: its biases back to back, or null) into the three
+  // parts of `out`, then RoPE and the cache write of rope_and_cache_write, in one launch
+  // (qkv_rope.h): q, k, v and the cache get the bits of run() then launch_rope_and_cache_write.
+  // qkv_rope_streamed_applies says when. blocks_per_sm as in run().
+  void run_qkv_rope(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
+                    const LinearOutputs& out, const QkvRope& rope, int64_t n, int64_t in, int64_t rows,
+                    cudaStream_t stream, int blocks_per_sm = 0);
+
   // The launches that follow record their blocks' events into `events` ([block][kTimelineSlots],
   // room for the grid's blocks), until a call with nullptr; only in a build with kStreamedTimeline.
   // For benchmarks.
@@ -181,6 +197,9 @@ StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm
 // holds at most kStreamedPassTiles / 2 of them, so a stage has a plain full pass's bytes;
 // pass_tiles counts pairs.
 StreamedGrid streamed_gated_grid(int64_t intermediate, int blocks_per_sm, int sm_count);
+// The grid of a q/k/v span with RoPE: its units are pairs of tiles (e .. e + 7 of half a head, and
+// the tile hd/2 rows below), as many as rows / 16, and a pass holds at most kStreamedPassTiles / 2.
+StreamedGrid streamed_qkv_rope_grid(int64_t rows, int blocks_per_sm, int sm_count);
 
 // The kernel itself, over the maps StreamedLinear::run makes: the weight [out_features, in] in
 // kStreamedBoxRows x kStreamedBoxK boxes and again in grid.pass_tiles x kStreamedBoxRows x
@@ -202,5 +221,12 @@ void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap&
                                   const CUtensorMap& pass_weights, __nv_bfloat16* out, int64_t n, int64_t in,
                                   int64_t intermediate, StreamedGrid grid, const InputNorm& norm,
                                   unsigned long long* timeline, cudaStream_t stream);
+
+// The q/k/v kernel with RoPE over the maps StreamedLinear::run_qkv_rope makes (as run_gated's, over
+// the span [rows, in]); grid = streamed_qkv_rope_grid(...). Same contract as run_qkv_rope.
+void launch_streamed_qkv_rope(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
+                              const __nv_bfloat16* bias, const LinearOutputs& out, const QkvRope& rope, int64_t n,
+                              int64_t in, int64_t rows, StreamedGrid grid, unsigned long long* timeline,
+                              cudaStream_t stream);
 
 }  // namespace fg::cuda
