@@ -22,6 +22,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/fill_kernels.h"
+#include "backend/cuda/phase_boundaries.h"
 #include "backend/cuda/read_kernels.h"
 #include "backend/cuda/small_n_linear.h"
 #include "backend/cuda/step_breakdown.h"
@@ -599,7 +600,7 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
 const std::vector<std::string>& kernel_benchmark_tables() {
   static const std::vector<std::string> tables = {"linear",       "gated_mlp",    "residual_stream",
                                                   "streamed_k_slices", "streamed_blocks_per_sm", "direct_warps",
-                                                  "decode_step", "streamed_timeline"};
+                                                  "decode_step", "streamed_timeline", "phase_boundaries"};
   return tables;
 }
 
@@ -630,6 +631,7 @@ int run_kernel_benchmarks(const std::string& json_out, const std::string& attent
   if (wanted("direct_warps")) result["direct_warps"] = bench_direct_warps(backend);
   if (wanted("decode_step")) result["decode_step"] = bench_decode_steps(backend, attention, breakdown_batches);
   if (wanted("streamed_timeline")) result["streamed_timeline"] = bench_streamed_timeline(backend);
+  if (wanted("phase_boundaries")) result["phase_boundaries"] = bench_phase_boundaries(backend, copy_gbps);
   if (!json_out.empty()) {
     std::ofstream(json_out) << result.dump(2) << "\n";
     fmt::print("\nwritten to {}\n", json_out);

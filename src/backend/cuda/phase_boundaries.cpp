@@ -1,0 +1,146 @@
+// backend/cuda/phase_boundaries.cpp — the phase-boundary probe's table (see phase_boundaries.h).
+#include "backend/cuda/phase_boundaries.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/fill_kernels.h"
+#include "backend/cuda/phase_read_kernels.h"
+#include "backend/cuda/read_kernels.h"
+
+namespace fg::cuda {
+
+namespace {
+
+constexpr int kReps = 20;
+
+// A model shape's layer as the decode step reads it at batch 1: q/k/v, the KV cache at a context
+// of 512 (attention), o_proj, gate/up, down.
+struct LayerReads {
+  const char* model;
+  int layers;  // as many as the table reads (each its own bytes, so that L2 holds none ahead)
+  std::vector<int64_t> bytes;
+};
+
+std::vector<LayerReads> layer_reads() {
+  auto layer = [](int64_t hidden, int64_t q, int64_t kv, int64_t intermediate) {
+    constexpr int64_t kContext = 512;
+    return std::vector<int64_t>{2 * (q + 2 * kv) * hidden, 2 * 2 * kv * kContext, 2 * q * hidden,
+                                2 * 2 * intermediate * hidden, 2 * hidden * intermediate};
+  };
+  return {{"Llama-3.2-1B", 16, layer(2048, 2048, 512, 8192)}, {"Llama-3.1-8B", 8, layer(4096, 4096, 1024, 14336)}};
+}
+
+struct ProbeRow {
+  std::string name;
+  bool persistent;
+  PhaseProbeConfig config;
+};
+
+std::vector<ProbeRow> probe_rows() {
+  // 4 x 256 threads per SM: another launch's blocks fit beside them. 1 x 1024 threads with 200 KB
+  // of shared memory: they fill the SM, as the streamed matmuls' blocks do.
+  const PhaseProbeConfig small{0, false, 4, 256, 0}, filling{0, false, 1, 1024, 200 * 1024};
+  auto preloading = [](PhaseProbeConfig c) {
+    c.preload = true;
+    return c;
+  };
+  PhaseProbeConfig l2_prefetch = small;
+  l2_prefetch.prefetch_bytes = 32 << 10;
+  return {{"launches, 4 x 256 / SM", false, small},
+          {"launches, 4 x 256 / SM, preload", false, preloading(small)},
+          {"launches, filling the SM", false, filling},
+          {"launches, filling the SM, preload", false, preloading(filling)},
+          {"persistent, 4 x 256 / SM", true, small},
+          {"persistent, 4 x 256 / SM, preload", true, preloading(small)},
+          {"persistent, 1 x 1024 / SM", true, filling},
+          {"persistent, 1 x 1024 / SM, preload", true, preloading(filling)},
+          {"persistent, 4 x 256 / SM, L2 prefetch 32 KB", true, l2_prefetch}};
+}
+
+// Median microseconds of one replay of a graph of `work`.
+double graph_us(CudaBackend& backend, const std::function<void()>& work) {
+  work();  // eager first: a launch error shows here, outside capture
+  backend.synchronize();
+  backend.begin_capture();
+  work();
+  std::unique_ptr<Graph> graph = backend.end_capture();
+  for (int i = 0; i < 2; ++i) graph->replay();
+  cudaEvent_t start, stop;
+  FG_CUDA_CHECK(cudaEventCreate(&start));
+  FG_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> us;
+  for (int r = 0; r < kReps; ++r) {
+    FG_CUDA_CHECK(cudaEventRecord(start, backend.stream()));
+    graph->replay();
+    FG_CUDA_CHECK(cudaEventRecord(stop, backend.stream()));
+    FG_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    FG_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    us.push_back(ms * 1e3);
+  }
+  FG_CUDA_CHECK(cudaEventDestroy(start));
+  FG_CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+}  // namespace
+
+nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps) {
+  nlohmann::json result = nlohmann::json::array();
+  Allocation counters = backend.allocate(DType::kI32, {2});  // [barrier, sink]
+  auto* barrier = static_cast<unsigned*>(counters.tensor.data);
+  unsigned* sink = barrier + 1;
+  fmt::print("\nPhase boundaries: a decode layer's reads in order (q/k/v, KV cache at 512, o_proj, gate/up, down), "
+             "read and nothing else,\nas one launch per phase (PDL) or one resident kernel with a grid barrier "
+             "per phase; graph replay, median of {}.\nper boundary: the time beyond one read of all the bytes, "
+             "over the phases\n",
+             kReps);
+  fmt::print("{:<13} {:<44} | {:>9} {:>8} {:>6} | {:>12}\n", "model", "reads", "us/layer", "GB/s", "%copy",
+             "us/boundary");
+  for (const LayerReads& shape : layer_reads()) {
+    std::vector<int64_t> begin{0};
+    for (int l = 0; l < shape.layers; ++l)
+      for (int64_t b : shape.bytes) begin.push_back(begin.back() + b);
+    const int phases = static_cast<int>(begin.size()) - 1;
+    const int64_t total = begin.back();
+    Allocation weights = backend.allocate(DType::kBF16, {total / 2});
+    launch_fill_random_bf16(static_cast<__nv_bfloat16*>(weights.tensor.data), total / 2, 7, 0.0f, 1.0f,
+                            backend.stream());
+    Allocation offsets = backend.allocate(DType::kI64, {phases + 1});
+    FG_CUDA_CHECK(cudaMemcpyAsync(offsets.tensor.data, begin.data(), begin.size() * sizeof(int64_t),
+                                  cudaMemcpyHostToDevice, backend.stream()));
+    const PhaseReads reads{weights.tensor.data, static_cast<const int64_t*>(offsets.tensor.data), phases};
+
+    const double one_read_us = graph_us(backend, [&] { launch_read_only(reads.base, total, sink, backend.stream()); });
+    auto print_row = [&](const std::string& name, double us) {
+      const double gbps = static_cast<double>(total) / (us * 1e-6) / 1e9;
+      const double per_boundary = (us - one_read_us) / phases;
+      fmt::print("{:<13} {:<44} | {:>9.2f} {:>8.0f} {:>5.0f}% | {:>12.2f}\n", shape.model, name, us / shape.layers,
+                 gbps, 100.0 * gbps / copy_gbps, per_boundary);
+      result.push_back({{"model", shape.model},
+                        {"reads", name},
+                        {"us_per_layer", us / shape.layers},
+                        {"gbps", gbps},
+                        {"us_per_boundary", per_boundary}});
+    };
+    print_row("one read of all the bytes (one launch)", one_read_us);
+    for (const ProbeRow& row : probe_rows()) {
+      const double us = graph_us(backend, [&] {
+        if (row.persistent) launch_phase_reads_persistent(reads, row.config, barrier, sink, backend.stream());
+        else launch_phase_reads_chained(reads, row.config, sink, backend.stream());
+      });
+      print_row(row.name, us);
+    }
+  }
+  return result;
+}
+
+}  // namespace fg::cuda

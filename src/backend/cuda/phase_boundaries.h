@@ -1,0 +1,26 @@
+// backend/cuda/phase_boundaries.h — `bench kernels --tables phase_boundaries`: what the boundary
+// between two dependent weight reads of a decode step costs, as a PDL launch boundary (what the
+// step runs today) and as a grid barrier in one resident kernel (what a persistent layer kernel
+// would run), with and without an L2 prefetch of the phase ahead before the wait
+// (phase_read_kernels.h). The phases are the reads of the model shapes' layers in order (weights
+// and a 512-position KV cache); each row's cost per boundary is its time beyond one read of the
+// same bytes, over the phases.
+//
+// What it found (bench/RESULTS.md, 2026-12-01 session 15, the 1B's layers): a launch boundary
+// costs 3.2-4.0 µs whatever the blocks' size; a grid barrier 2.0 µs, and 1.4 µs when each thread's
+// first loads of the phase ahead are issued before it; L2 bulk prefetches of the phase ahead made
+// every row slower. So a layer kernel that stays resident and meets its phases at barriers would
+// save about 2 µs per boundary, about 180 µs of the 1B's batch-1 step.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace fg {
+class CudaBackend;
+}
+
+namespace fg::cuda {
+
+nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps);
+
+}  // namespace fg::cuda

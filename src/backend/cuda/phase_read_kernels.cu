@@ -1,0 +1,146 @@
+// backend/cuda/phase_read_kernels.cu — see phase_read_kernels.h.
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/pdl.cuh"
+#include "backend/cuda/phase_read_kernels.h"
+
+#include <algorithm>
+
+namespace fg::cuda {
+
+namespace {
+
+constexpr int kUnroll = 8;  // 16-byte loads in flight per thread, as read_kernels.cu
+
+__device__ __forceinline__ uint4 load_streaming(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// This block's share of phase p, in 16-byte vectors [first, end).
+struct Share {
+  int64_t first, end;
+};
+
+__device__ __forceinline__ Share share_of(const PhaseReads& r, int p) {
+  const int64_t begin = r.begin[p] / 16, len = r.begin[p + 1] / 16 - begin;
+  return {begin + blockIdx.x * len / gridDim.x, begin + (blockIdx.x + 1) * len / gridDim.x};
+}
+
+__device__ __forceinline__ void prefetch_share(const PhaseReads& r, Share s, int64_t prefetch_bytes) {
+  const int64_t bytes = min(prefetch_bytes, (s.end - s.first) * 16);
+  if (threadIdx.x != 0 || bytes < 16) return;
+  const char* p = static_cast<const char*>(r.base) + s.first * 16;
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(static_cast<unsigned>(bytes & ~int64_t{15}))
+               : "memory");
+}
+
+// One group of this thread's loads from `base`: kUnroll vectors blockDim.x apart, zeros past `end`.
+__device__ __forceinline__ void load_group(const uint4* v, int64_t base, int64_t end, uint4 (&x)[kUnroll]) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int64_t i = base + static_cast<int64_t>(u) * blockDim.x;
+    x[u] = i < end ? load_streaming(v + i) : make_uint4(0, 0, 0, 0);
+  }
+}
+
+__device__ __forceinline__ unsigned xor_group(const uint4 (&x)[kUnroll]) {
+  unsigned acc = 0;
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) acc ^= x[u].x ^ x[u].y ^ x[u].z ^ x[u].w;
+  return acc;
+}
+
+// The grid barrier: every block adds one to `count` after its phase; a block waits until the
+// count holds every block's arrival for the phases so far. Release/acquire at GPU scope, so that a
+// real kernel's outputs of a phase would be visible to every block after it.
+__device__ __forceinline__ void arrive(unsigned* count) {
+  __syncthreads();
+  if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
+}
+
+__device__ __forceinline__ void wait_for_count(const unsigned* count, unsigned target) {
+  if (threadIdx.x == 0) {
+    unsigned seen = 0;
+    do {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(count) : "memory");
+    } while (seen < target);
+  }
+  __syncthreads();
+}
+
+// kPersistent: all phases, the grid barrier between them; else phase `first` alone, after the
+// launch before (PDL).
+template <bool kPersistent>
+__global__ void phase_read_kernel(const PhaseReads reads, int first, int64_t prefetch_bytes, bool preload,
+                                  unsigned* barrier, unsigned* sink) {
+  allow_dependent_grids();
+  const int last = kPersistent ? reads.phases : first + 1;
+  unsigned acc = 0;
+  const auto* v = static_cast<const uint4*>(reads.base);
+  const int64_t step = static_cast<int64_t>(blockDim.x) * kUnroll;
+  for (int p = first; p < last; ++p) {
+    const Share s = share_of(reads, p);
+    prefetch_share(reads, s, prefetch_bytes);  // the weights ahead depend on nothing
+    int64_t base = s.first + threadIdx.x;
+    uint4 x[kUnroll];
+    if (preload) load_group(v, base, s.end, x);  // nor do their first loads
+    if (p == first) wait_for_prerequisite_grids();
+    else wait_for_count(barrier, static_cast<unsigned>(p - first) * gridDim.x);
+    if (!preload) load_group(v, base, s.end, x);
+    for (;;) {
+      acc ^= xor_group(x);
+      base += step;
+      if (base >= s.end) break;
+      load_group(v, base, s.end, x);
+    }
+    if (kPersistent) arrive(barrier);
+  }
+  // The XOR of every word read, into *sink: it keeps the loads, and lets a test check that the
+  // phases were read whole and once (one atomic per warp, after the reads).
+  for (int offset = 16; offset > 0; offset >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, offset);
+  if ((threadIdx.x & 31) == 0) atomicXor(sink, acc);
+}
+
+int sm_count() {
+  int device = 0, sms = 0;
+  FG_CUDA_CHECK(cudaGetDevice(&device));
+  FG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+template <bool kPersistent>
+void launch(const PhaseReads& reads, const PhaseProbeConfig& config, int first, unsigned* barrier, unsigned* sink,
+            cudaStream_t stream) {
+  auto* kernel = phase_read_kernel<kPersistent>;
+  FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(config.shared_bytes)));
+  const int blocks = config.blocks_per_sm * sm_count();
+  if (kPersistent) {
+    // A block that waits for one that never starts would wait forever.
+    int resident = 0;
+    FG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, config.threads,
+                                                                config.shared_bytes));
+    // (fmt does not compile under nvcc: the error is CUDA's own, "too many blocks in cooperative launch")
+    if (resident < config.blocks_per_sm) FG_CUDA_CHECK(cudaErrorCooperativeLaunchTooLarge);
+  }
+  launch_with_pdl(kernel, dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(config.threads)),
+                  config.shared_bytes, stream, reads, first, config.prefetch_bytes, config.preload, barrier, sink);
+}
+
+}  // namespace
+
+void launch_phase_reads_chained(const PhaseReads& reads, const PhaseProbeConfig& config, unsigned* sink,
+                                cudaStream_t stream) {
+  for (int p = 0; p < reads.phases; ++p) launch<false>(reads, config, p, nullptr, sink, stream);
+}
+
+void launch_phase_reads_persistent(const PhaseReads& reads, const PhaseProbeConfig& config, unsigned* barrier,
+                                   unsigned* sink, cudaStream_t stream) {
+  FG_CUDA_CHECK(cudaMemsetAsync(barrier, 0, sizeof(unsigned), stream));
+  launch<true>(reads, config, 0, barrier, sink, stream);
+}
+
+}  // namespace fg::cuda

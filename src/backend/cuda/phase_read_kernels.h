@@ -1,0 +1,53 @@
+// backend/cuda/phase_read_kernels.h — launchers of a probe for `bench kernels --tables
+// phase_boundaries`: what a boundary between two dependent weight reads costs, as a launch
+// boundary and as a grid-wide barrier inside one resident (persistent) kernel.
+//
+// A decode step at batch 1 is a chain of weight reads ("phases": q/k/v, o_proj, gate/up, down per
+// layer), each of which may start its arithmetic only once the phase before it is complete (its
+// input is that phase's output). The weights themselves depend on nothing. The probe reads the
+// phases' bytes in that order and nothing else, so that the time beyond one read of all the bytes
+// is what the boundaries cost.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace fg::cuda {
+
+// The phases: phase p reads bytes [begin[p], begin[p + 1]) of `base` (16-byte multiples). A
+// block reads its contiguous share of every phase.
+struct PhaseReads {
+  const void* base = nullptr;
+  const int64_t* begin = nullptr;  // [phases + 1] device, byte offsets, ascending
+  int phases = 0;
+};
+
+// How a block treats the phase ahead: before it waits for the phase before to complete, it may
+// ask L2 for the first `prefetch_bytes` of its share (one bulk prefetch; 0: none), and it may issue
+// its threads' first group of loads (`preload`: 8 x 16 bytes per thread, into registers), as a
+// real kernel can do with its weights, which depend on nothing.
+struct PhaseProbeConfig {
+  int64_t prefetch_bytes = 0;
+  bool preload = false;
+  int blocks_per_sm = 1;
+  int threads = 256;
+  size_t shared_bytes = 0;  // dynamic shared memory per block, unused: it models a kernel whose
+                            // blocks fill an SM, so that a launch's blocks start only as the
+                            // launch before's leave
+};
+
+// Both launchers XOR every 32-bit word they read into *sink (which the caller zeroes first), so
+// that a test can check that each phase was read whole and once.
+
+// One PDL launch per phase: each waits (griddepcontrol) for the one before before it reads.
+void launch_phase_reads_chained(const PhaseReads& reads, const PhaseProbeConfig& config, unsigned* sink,
+                                cudaStream_t stream);
+
+// One launch of blocks_per_sm x SMs blocks, all resident (checked), that read every phase; a
+// block starts phase p once every block has ended phase p - 1 (a counter in `barrier`, which the
+// launcher zeroes on the stream first).
+void launch_phase_reads_persistent(const PhaseReads& reads, const PhaseProbeConfig& config, unsigned* barrier,
+                                   unsigned* sink, cudaStream_t stream);
+
+}  // namespace fg::cuda

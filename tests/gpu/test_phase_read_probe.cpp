@@ -1,0 +1,87 @@
+// tests/gpu/test_phase_read_probe.cpp — the phase-boundary probe (phase_read_kernels.h) that `bench
+// kernels --tables phase_boundaries` times: both launchers read every phase whole and once, with
+// every configuration the table runs, and a persistent grid that cannot be resident is refused
+// (its blocks would wait forever for blocks that never start).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "backend/cuda/phase_read_kernels.h"
+#include "core/error.h"
+#include "gpu/cuda_kernels_env.h"
+
+namespace fg {
+namespace {
+
+using namespace cuda_kernel_test;
+
+struct Probe {
+  Env e;
+  std::vector<uint32_t> words;
+  std::vector<int64_t> begin;
+  Tensor data, offsets, counters;  // counters: [barrier, sink]
+  uint32_t expected = 0;           // the XOR of every word, on the host
+
+  // Phases of uneven sizes (16-byte multiples), some smaller than the grid has blocks, so that
+  // shares round unevenly and some are empty.
+  explicit Probe(std::vector<int64_t> phase_bytes) {
+    begin.push_back(0);
+    for (int64_t b : phase_bytes) begin.push_back(begin.back() + b);
+    words.resize(static_cast<size_t>(begin.back() / 4));
+    for (uint32_t& w : words) {
+      w = static_cast<uint32_t>(e.rng());
+      expected ^= w;
+    }
+    data = e.device(DType::kI32, words, {static_cast<int64_t>(words.size())});
+    offsets = e.device(DType::kI64, begin, {static_cast<int64_t>(begin.size())});
+    counters = e.alloc(DType::kI32, {2});
+  }
+  cuda::PhaseReads reads() const {
+    return {data.data, static_cast<const int64_t*>(offsets.data), static_cast<int>(begin.size()) - 1};
+  }
+  unsigned* barrier() const { return static_cast<unsigned*>(counters.data); }
+  unsigned* sink() const { return barrier() + 1; }
+  uint32_t read_sink() {
+    e.gpu.synchronize();
+    return static_cast<uint32_t>(gpu_test::download<int32_t>(counters)[1]);
+  }
+  void zero_sink() { gpu_test::upload(counters, std::vector<int32_t>{0x5a5a5a5a, 0}); }
+};
+
+std::vector<cuda::PhaseProbeConfig> configs() {
+  return {{0, false, 4, 256, 0},
+          {32 << 10, false, 4, 256, 0},
+          {0, true, 4, 256, 0},
+          {0, false, 1, 1024, 200 * 1024},
+          {int64_t{1} << 30, true, 1, 1024, 200 * 1024}};
+}
+
+TEST(PhaseReadProbe, BothLaunchersReadEveryPhaseWholeAndOnce) {
+  FG_REQUIRE_GPU();
+  Probe p({16, 4096, 1 << 20, 48, 3 << 20, 1 << 16});
+  for (const cuda::PhaseProbeConfig& config : configs()) {
+    SCOPED_TRACE(testing::Message() << "prefetch " << config.prefetch_bytes << ", preload " << config.preload << ", "
+                                    << config.blocks_per_sm << " x "
+                                    << config.threads << " per SM");
+    p.zero_sink();
+    cuda::launch_phase_reads_chained(p.reads(), config, p.sink(), p.e.gpu.stream());
+    EXPECT_EQ(p.read_sink(), p.expected) << "chained";
+    p.zero_sink();
+    cuda::launch_phase_reads_persistent(p.reads(), config, p.barrier(), p.sink(), p.e.gpu.stream());
+    EXPECT_EQ(p.read_sink(), p.expected) << "persistent";
+    EXPECT_EQ(static_cast<unsigned>(gpu_test::download<int32_t>(p.counters)[0]),
+              6u * config.blocks_per_sm * static_cast<unsigned>(p.e.gpu.sm_count()))
+        << "every block arrives once per phase";
+  }
+}
+
+TEST(PhaseReadProbe, PersistentGridThatCannotBeResidentIsRefused) {
+  FG_REQUIRE_GPU();
+  Probe p({1 << 16});
+  const cuda::PhaseProbeConfig too_many{0, false, 4, 1024, 0};  // 4096 threads per SM: more than an SM holds
+  EXPECT_THROW(cuda::launch_phase_reads_persistent(p.reads(), too_many, p.barrier(), p.sink(), p.e.gpu.stream()),
+               Error);
+}
+
+}  // namespace
+}  // namespace fg
