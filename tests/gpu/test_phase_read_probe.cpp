@@ -53,15 +53,17 @@ std::vector<cuda::PhaseProbeConfig> configs() {
           {32 << 10, false, 4, 256, 0},
           {0, true, 4, 256, 0},
           {0, false, 1, 1024, 200 * 1024},
-          {int64_t{1} << 30, true, 1, 1024, 200 * 1024}};
+          {int64_t{1} << 30, true, 1, 1024, 200 * 1024},
+          {0, true, 4, 256, 48 << 10, 48 << 10},
+          {0, false, 1, 1024, 200 * 1024, 192 << 10}};
 }
 
 TEST(PhaseReadProbe, BothLaunchersReadEveryPhaseWholeAndOnce) {
   FG_REQUIRE_GPU();
   Probe p({16, 4096, 1 << 20, 48, 3 << 20, 1 << 16});
   for (const cuda::PhaseProbeConfig& config : configs()) {
-    SCOPED_TRACE(testing::Message() << "prefetch " << config.prefetch_bytes << ", preload " << config.preload << ", "
-                                    << config.blocks_per_sm << " x "
+    SCOPED_TRACE(testing::Message() << "prefetch " << config.prefetch_bytes << ", preload " << config.preload
+                                    << ", stash " << config.stash_bytes << ", " << config.blocks_per_sm << " x "
                                     << config.threads << " per SM");
     p.zero_sink();
     cuda::launch_phase_reads_chained(p.reads(), config, p.sink(), p.e.gpu.stream());

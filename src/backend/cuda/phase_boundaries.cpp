@@ -34,7 +34,10 @@ std::vector<LayerReads> layer_reads() {
     return std::vector<int64_t>{2 * (q + 2 * kv) * hidden, 2 * 2 * kv * kContext, 2 * q * hidden,
                                 2 * 2 * intermediate * hidden, 2 * hidden * intermediate};
   };
-  return {{"Llama-3.2-1B", 16, layer(2048, 2048, 512, 8192)}, {"Llama-3.1-8B", 8, layer(4096, 4096, 1024, 14336)}};
+  // Phases of 16 bytes: what a boundary costs with (nearly) nothing to read.
+  return {{"Llama-3.2-1B", 16, layer(2048, 2048, 512, 8192)},
+          {"Llama-3.1-8B", 8, layer(4096, 4096, 1024, 14336)},
+          {"16 B phases", 16, {16, 16, 16, 16, 16}}};
 }
 
 struct ProbeRow {
@@ -51,6 +54,14 @@ std::vector<ProbeRow> probe_rows() {
     c.preload = true;
     return c;
   };
+  // The first bytes of each block's share copied to shared memory before the wait (cp.async):
+  // deeper than registers hold (192 KB per SM: 25 MB over the chip, more than the 1B's q/k/v).
+  auto stashing = [&](PhaseProbeConfig c, int64_t bytes) {
+    c = preloading(c);
+    c.stash_bytes = bytes;
+    c.shared_bytes = std::max(c.shared_bytes, static_cast<size_t>(bytes));
+    return c;
+  };
   PhaseProbeConfig l2_prefetch = small;
   l2_prefetch.prefetch_bytes = 32 << 10;
   return {{"launches, 4 x 256 / SM", false, small},
@@ -61,7 +72,10 @@ std::vector<ProbeRow> probe_rows() {
           {"persistent, 4 x 256 / SM, preload", true, preloading(small)},
           {"persistent, 1 x 1024 / SM", true, filling},
           {"persistent, 1 x 1024 / SM, preload", true, preloading(filling)},
-          {"persistent, 4 x 256 / SM, L2 prefetch 32 KB", true, l2_prefetch}};
+          {"persistent, 4 x 256 / SM, L2 prefetch 32 KB", true, l2_prefetch},
+          {"launches, filling the SM, preload + stash 192 KB", false, stashing(filling, 192 << 10)},
+          {"persistent, 4 x 256 / SM, preload + stash 48 KB", true, stashing(small, 48 << 10)},
+          {"persistent, 1 x 1024 / SM, preload + stash 192 KB", true, stashing(filling, 192 << 10)}};
 }
 
 // Median microseconds of one replay of a graph of `work`.
@@ -103,7 +117,7 @@ nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps) {
              "per phase; graph replay, median of {}.\nper boundary: the time beyond one read of all the bytes, "
              "over the phases\n",
              kReps);
-  fmt::print("{:<13} {:<44} | {:>9} {:>8} {:>6} | {:>12}\n", "model", "reads", "us/layer", "GB/s", "%copy",
+  fmt::print("{:<13} {:<50} | {:>9} {:>8} {:>6} | {:>12}\n", "model", "reads", "us/layer", "GB/s", "%copy",
              "us/boundary");
   for (const LayerReads& shape : layer_reads()) {
     std::vector<int64_t> begin{0};
@@ -123,7 +137,7 @@ nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps) {
     auto print_row = [&](const std::string& name, double us) {
       const double gbps = static_cast<double>(total) / (us * 1e-6) / 1e9;
       const double per_boundary = (us - one_read_us) / phases;
-      fmt::print("{:<13} {:<44} | {:>9.2f} {:>8.0f} {:>5.0f}% | {:>12.2f}\n", shape.model, name, us / shape.layers,
+      fmt::print("{:<13} {:<50} | {:>9.2f} {:>8.0f} {:>5.0f}% | {:>12.2f}\n", shape.model, name, us / shape.layers,
                  gbps, 100.0 * gbps / copy_gbps, per_boundary);
       result.push_back({{"model", shape.model},
                         {"reads", name},

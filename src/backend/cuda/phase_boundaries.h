@@ -8,10 +8,12 @@
 //
 // What it found (bench/RESULTS.md, 2026-12-01 session 15, the 1B's layers): a launch boundary
 // costs 3.2-4.0 µs (more where a launch's registers leave little room for the next one's blocks:
-// 6.4 on the 8B's phases at 48 registers, 3.6 at 33); a grid barrier 2.0 µs, and 1.4 µs when each thread's
-// first loads of the phase ahead are issued before it; L2 bulk prefetches of the phase ahead made
-// every row slower. So a layer kernel that stays resident and meets its phases at barriers would
-// save about 2 µs per boundary, about 180 µs of the 1B's batch-1 step.
+// 6.4 on the 8B's phases at 48 registers, 3.6 at 33); a grid barrier 2.0 µs, and 1.4 µs when each
+// thread's first loads of the phase ahead are issued before it. Reading further ahead (L2 bulk
+// prefetches, copies to shared memory) made every row slower, and phases of 16 bytes cost about
+// the same per boundary: a boundary is nearly all synchronization. So a resident layer kernel
+// that meets its phases at barriers would save about 2 µs per boundary (160-180 µs of the 1B's
+// batch-1 step), and reaching the 0.66 ms target needs phases that overlap.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -71,11 +71,18 @@ __device__ __forceinline__ void wait_for_count(const unsigned* count, unsigned t
   __syncthreads();
 }
 
+__device__ __forceinline__ void copy_async_16(uint4* shared, const uint4* global) {
+  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(global) : "memory");
+}
+
 // kPersistent: all phases, the grid barrier between them; else phase `first` alone, after the
-// launch before (PDL).
-template <bool kPersistent>
+// launch before (PDL). kStash: the first stash_vecs vectors of the block's share go to shared
+// memory (cp.async) before the wait, the rest is read after it.
+template <bool kPersistent, bool kStash>
 __global__ void phase_read_kernel(const PhaseReads reads, int first, int64_t prefetch_bytes, bool preload,
-                                  unsigned* barrier, unsigned* sink) {
+                                  int stash_vecs, unsigned* barrier, unsigned* sink) {
+  extern __shared__ uint4 stash[];  // [stash_vecs] when kStash; else room that only fills the SM
   allow_dependent_grids();
   const int last = kPersistent ? reads.phases : first + 1;
   unsigned acc = 0;
@@ -84,12 +91,23 @@ __global__ void phase_read_kernel(const PhaseReads reads, int first, int64_t pre
   for (int p = first; p < last; ++p) {
     const Share s = share_of(reads, p);
     prefetch_share(reads, s, prefetch_bytes);  // the weights ahead depend on nothing
-    int64_t base = s.first + threadIdx.x;
+    const int64_t stashed = kStash ? min(static_cast<int64_t>(stash_vecs), s.end - s.first) : 0;
+    if (kStash) {
+      // Each thread copies, and later reads, the vectors i = threadIdx.x (mod blockDim.x): its own.
+      for (int64_t i = threadIdx.x; i < stashed; i += blockDim.x) copy_async_16(&stash[i], v + s.first + i);
+      asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+    int64_t base = s.first + stashed + threadIdx.x;
     uint4 x[kUnroll];
     if (preload) load_group(v, base, s.end, x);  // nor do their first loads
     if (p == first) wait_for_prerequisite_grids();
     else wait_for_count(barrier, static_cast<unsigned>(p - first) * gridDim.x);
     if (!preload) load_group(v, base, s.end, x);
+    if (kStash) {
+      asm volatile("cp.async.wait_all;" ::: "memory");
+      for (int64_t i = threadIdx.x; i < stashed; i += blockDim.x)
+        acc ^= stash[i].x ^ stash[i].y ^ stash[i].z ^ stash[i].w;
+    }
     for (;;) {
       acc ^= xor_group(x);
       base += step;
@@ -114,7 +132,9 @@ int sm_count() {
 template <bool kPersistent>
 void launch(const PhaseReads& reads, const PhaseProbeConfig& config, int first, unsigned* barrier, unsigned* sink,
             cudaStream_t stream) {
-  auto* kernel = phase_read_kernel<kPersistent>;
+  if (config.stash_bytes % 16 != 0 || config.stash_bytes > static_cast<int64_t>(config.shared_bytes))
+    FG_CUDA_CHECK(cudaErrorInvalidValue);
+  auto* kernel = config.stash_bytes > 0 ? phase_read_kernel<kPersistent, true> : phase_read_kernel<kPersistent, false>;
   FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(config.shared_bytes)));
   const int blocks = config.blocks_per_sm * sm_count();
@@ -127,7 +147,8 @@ void launch(const PhaseReads& reads, const PhaseProbeConfig& config, int first, 
     if (resident < config.blocks_per_sm) FG_CUDA_CHECK(cudaErrorCooperativeLaunchTooLarge);
   }
   launch_with_pdl(kernel, dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(config.threads)),
-                  config.shared_bytes, stream, reads, first, config.prefetch_bytes, config.preload, barrier, sink);
+                  config.shared_bytes, stream, reads, first, config.prefetch_bytes, config.preload,
+                  static_cast<int>(config.stash_bytes / 16), barrier, sink);
 }
 
 }  // namespace

@@ -25,16 +25,18 @@ struct PhaseReads {
 
 // How a block treats the phase ahead: before it waits for the phase before to complete, it may
 // ask L2 for the first `prefetch_bytes` of its share (one bulk prefetch; 0: none), and it may issue
-// its threads' first group of loads (`preload`: 8 x 16 bytes per thread, into registers), as a
-// real kernel can do with its weights, which depend on nothing.
+// its threads' first group of loads (`preload`: 8 x 16 bytes per thread, into registers), and it
+// may copy the first `stash_bytes` of its share to shared memory (cp.async), as a real kernel can
+// do with its weights, which depend on nothing.
 struct PhaseProbeConfig {
   int64_t prefetch_bytes = 0;
   bool preload = false;
   int blocks_per_sm = 1;
   int threads = 256;
-  size_t shared_bytes = 0;  // dynamic shared memory per block, unused: it models a kernel whose
-                            // blocks fill an SM, so that a launch's blocks start only as the
-                            // launch before's leave
+  size_t shared_bytes = 0;  // dynamic shared memory per block: the stash, and beyond it room that
+                            // models a kernel whose blocks fill an SM, so that a launch's blocks
+                            // start only as the launch before's leave
+  int64_t stash_bytes = 0;  // a multiple of 16, at most shared_bytes
 };
 
 // Both launchers XOR every 32-bit word they read into *sink (which the caller zeroes first), so
