@@ -2,6 +2,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/pdl.cuh"
 #include "backend/cuda/phase_read_kernels.h"
+#include "backend/cuda/streaming_load.cuh"
 
 #include <algorithm>
 
@@ -10,14 +11,6 @@ namespace fg::cuda {
 namespace {
 
 constexpr int kUnroll = 8;  // 16-byte loads in flight per thread, as read_kernels.cu
-
-__device__ __forceinline__ uint4 load_streaming(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
 
 // This block's share of phase p, in 16-byte vectors [first, end).
 struct Share {

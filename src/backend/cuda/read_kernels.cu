@@ -2,6 +2,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/pdl.cuh"
 #include "backend/cuda/read_kernels.h"
+#include "backend/cuda/streaming_load.cuh"
 
 #include <algorithm>
 
@@ -11,14 +12,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kUnroll = 8;  // 16-byte loads in flight per thread, as many as a direct-kernel lane's group and more
-
-__device__ __forceinline__ uint4 load_streaming(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
 
 __global__ void __launch_bounds__(kThreads) read_only_kernel(const uint4* __restrict__ p, int64_t vecs,
                                                              unsigned* __restrict__ sink) {
