@@ -1,7 +1,8 @@
 // tests/gpu/test_phase_read_probe.cpp — the phase-boundary probe (phase_read_kernels.h) that `bench
 // kernels --tables phase_boundaries` times: both launchers read every phase whole and once, with
-// every configuration the table runs, and a persistent grid that cannot be resident is refused
-// (its blocks would wait forever for blocks that never start).
+// every configuration the table runs; every block adds its split-K sums once per phase; and a
+// persistent grid that cannot be resident is refused (its blocks would wait forever for blocks
+// that never start).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -74,6 +75,35 @@ TEST(PhaseReadProbe, BothLaunchersReadEveryPhaseWholeAndOnce) {
     EXPECT_EQ(static_cast<unsigned>(gpu_test::download<int32_t>(p.counters)[0]),
               6u * config.blocks_per_sm * static_cast<unsigned>(p.e.gpu.sm_count()))
         << "every block arrives once per phase";
+  }
+}
+
+TEST(PhaseReadProbe, SplitKSumsGetOneAddPerBlockAndPhase) {
+  FG_REQUIRE_GPU();
+  Probe p({16, 4096, 1 << 20, 48, 3 << 20, 1 << 16});
+  const std::vector<int32_t> width{0, 300, 0, 2048, 5, 1};
+  const Tensor widths = p.e.device(DType::kI32, width, {6});
+  const Tensor sums = p.e.alloc(DType::kI64, {2048});
+  cuda::PhaseReads reads = p.reads();
+  reads.reduce_width = static_cast<const int*>(widths.data);
+  reads.sums = static_cast<unsigned long long*>(sums.data);
+  for (const cuda::PhaseProbeConfig& config : {configs()[2], configs()[3]}) {
+    SCOPED_TRACE(testing::Message() << config.blocks_per_sm << " x " << config.threads << " per SM");
+    const int64_t blocks = int64_t{config.blocks_per_sm} * p.e.gpu.sm_count();
+    for (const bool persistent : {false, true}) {
+      gpu_test::upload(sums, std::vector<int64_t>(2048, 0));
+      p.zero_sink();
+      if (persistent) cuda::launch_phase_reads_persistent(reads, config, p.barrier(), p.sink(), p.e.gpu.stream());
+      else cuda::launch_phase_reads_chained(reads, config, p.sink(), p.e.gpu.stream());
+      EXPECT_EQ(p.read_sink(), p.expected) << "persistent " << persistent;
+      const std::vector<int64_t> got = gpu_test::download<int64_t>(sums);
+      for (int i = 0; i < 2048; ++i) {
+        int64_t phases = 0;
+        for (int32_t w : width) phases += i < w ? 1 : 0;
+        ASSERT_EQ(got[static_cast<size_t>(i)], phases * blocks * (i + 1)) << "element " << i << ", persistent "
+                                                                          << persistent;
+      }
+    }
   }
 }
 

@@ -21,23 +21,44 @@ namespace {
 constexpr int kReps = 20;
 
 // A model shape's layer as the decode step reads it at batch 1: q/k/v, the KV cache at a context
-// of 512 (attention), o_proj, gate/up, down.
+// of 512 (attention), o_proj, gate/up, down. The split-K layouts merge attention with o_proj and
+// gate/up with down, as a kernel would whose blocks multiply their part of a head's output, or of
+// the SiLU product, by the matching columns of the next weight at once (no boundary between the
+// two), and then add their partial sums of the hidden vector into one (`reduce`: its width per
+// phase, 64-bit integer adds, PhaseReads::reduce_width; "no sums": the same phases without them).
 struct LayerReads {
   const char* model;
   int layers;  // as many as the table reads (each its own bytes, so that L2 holds none ahead)
   std::vector<int64_t> bytes;
+  std::vector<int> reduce;  // [phase] or empty
+  bool split_k = false;     // the table runs only the preload rows
 };
 
 std::vector<LayerReads> layer_reads() {
-  auto layer = [](int64_t hidden, int64_t q, int64_t kv, int64_t intermediate) {
-    constexpr int64_t kContext = 512;
-    return std::vector<int64_t>{2 * (q + 2 * kv) * hidden, 2 * 2 * kv * kContext, 2 * q * hidden,
-                                2 * 2 * intermediate * hidden, 2 * hidden * intermediate};
+  constexpr int64_t kContext = 512;
+  struct Shape {
+    const char* name;
+    int layers;
+    int64_t hidden, q, kv, intermediate;
+  };
+  const Shape one_b{"Llama-3.2-1B", 16, 2048, 2048, 512, 8192}, eight_b{"Llama-3.1-8B", 8, 4096, 4096, 1024, 14336};
+  auto layer = [](const Shape& m) {
+    return std::vector<int64_t>{2 * (m.q + 2 * m.kv) * m.hidden, 2 * 2 * m.kv * kContext, 2 * m.q * m.hidden,
+                                2 * 2 * m.intermediate * m.hidden, 2 * m.hidden * m.intermediate};
+  };
+  auto split_k = [&](const Shape& m, const char* name, bool sums) {
+    const std::vector<int64_t> b = layer(m);
+    const int width = sums ? static_cast<int>(m.hidden) : 0;
+    return LayerReads{name, m.layers, {b[0], b[1] + b[2], b[3] + b[4]}, {0, width, width}, true};
   };
   // Phases of 16 bytes: what a boundary costs with (nearly) nothing to read.
-  return {{"Llama-3.2-1B", 16, layer(2048, 2048, 512, 8192)},
-          {"Llama-3.1-8B", 8, layer(4096, 4096, 1024, 14336)},
-          {"16 B phases", 16, {16, 16, 16, 16, 16}}};
+  return {{one_b.name, one_b.layers, layer(one_b), {}, false},
+          {eight_b.name, eight_b.layers, layer(eight_b), {}, false},
+          {"16 B phases", 16, {16, 16, 16, 16, 16}, {}, false},
+          split_k(one_b, "1B split-K, no sums", false),
+          split_k(one_b, "1B split-K", true),
+          split_k(eight_b, "8B split-K, no sums", false),
+          split_k(eight_b, "8B split-K", true)};
 }
 
 struct ProbeRow {
@@ -117,7 +138,7 @@ nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps) {
              "per phase; graph replay, median of {}.\nper boundary: the time beyond one read of all the bytes, "
              "over the phases\n",
              kReps);
-  fmt::print("{:<13} {:<50} | {:>9} {:>8} {:>6} | {:>12}\n", "model", "reads", "us/layer", "GB/s", "%copy",
+  fmt::print("{:<19} {:<50} | {:>9} {:>8} {:>6} | {:>12}\n", "model", "reads", "us/layer", "GB/s", "%copy",
              "us/boundary");
   for (const LayerReads& shape : layer_reads()) {
     std::vector<int64_t> begin{0};
@@ -131,13 +152,24 @@ nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps) {
     Allocation offsets = backend.allocate(DType::kI64, {phases + 1});
     FG_CUDA_CHECK(cudaMemcpyAsync(offsets.tensor.data, begin.data(), begin.size() * sizeof(int64_t),
                                   cudaMemcpyHostToDevice, backend.stream()));
-    const PhaseReads reads{weights.tensor.data, static_cast<const int64_t*>(offsets.tensor.data), phases};
+    PhaseReads reads{weights.tensor.data, static_cast<const int64_t*>(offsets.tensor.data), phases};
+    Allocation widths, sums;
+    if (!shape.reduce.empty()) {
+      std::vector<int> width;
+      for (int l = 0; l < shape.layers; ++l) width.insert(width.end(), shape.reduce.begin(), shape.reduce.end());
+      widths = backend.allocate(DType::kI32, {phases});
+      FG_CUDA_CHECK(cudaMemcpyAsync(widths.tensor.data, width.data(), width.size() * sizeof(int),
+                                    cudaMemcpyHostToDevice, backend.stream()));
+      sums = backend.allocate(DType::kI64, {*std::max_element(width.begin(), width.end()) + 1});
+      reads.reduce_width = static_cast<const int*>(widths.tensor.data);
+      reads.sums = static_cast<unsigned long long*>(sums.tensor.data);
+    }
 
     const double one_read_us = graph_us(backend, [&] { launch_read_only(reads.base, total, sink, backend.stream()); });
     auto print_row = [&](const std::string& name, double us) {
       const double gbps = static_cast<double>(total) / (us * 1e-6) / 1e9;
       const double per_boundary = (us - one_read_us) / phases;
-      fmt::print("{:<13} {:<50} | {:>9.2f} {:>8.0f} {:>5.0f}% | {:>12.2f}\n", shape.model, name, us / shape.layers,
+      fmt::print("{:<19} {:<50} | {:>9.2f} {:>8.0f} {:>5.0f}% | {:>12.2f}\n", shape.model, name, us / shape.layers,
                  gbps, 100.0 * gbps / copy_gbps, per_boundary);
       result.push_back({{"model", shape.model},
                         {"reads", name},
@@ -147,6 +179,7 @@ nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps) {
     };
     print_row("one read of all the bytes (one launch)", one_read_us);
     for (const ProbeRow& row : probe_rows()) {
+      if (shape.split_k && (!row.config.preload || row.config.stash_bytes > 0)) continue;
       const double us = graph_us(backend, [&] {
         if (row.persistent) launch_phase_reads_persistent(reads, row.config, barrier, sink, backend.stream());
         else launch_phase_reads_chained(reads, row.config, sink, backend.stream());

@@ -107,6 +107,11 @@ __global__ void phase_read_kernel(const PhaseReads reads, int first, int64_t pre
       if (base >= s.end) break;
       load_group(v, base, s.end, x);
     }
+    if (reads.reduce_width != nullptr) {
+      const int width = reads.reduce_width[p];
+      for (int i = threadIdx.x; i < width; i += blockDim.x)
+        atomicAdd(&reads.sums[i], static_cast<unsigned long long>(i + 1));
+    }
     if (kPersistent) arrive(barrier);
   }
   // The XOR of every word read, into *sink: it keeps the loads, and lets a test check that the

@@ -21,6 +21,11 @@ struct PhaseReads {
   const void* base = nullptr;
   const int64_t* begin = nullptr;  // [phases + 1] device, byte offsets, ascending
   int phases = 0;
+  // Split-K phases: after its share of phase p, every block adds reduce_width[p] values into
+  // `sums`, one 64-bit integer add each (what a deterministic split-K reduction in fixed point
+  // would make; element i gets i + 1, so that a test can count the contributions). Null: none.
+  const int* reduce_width = nullptr;   // [phases] device
+  unsigned long long* sums = nullptr;  // [the largest reduce_width]
 };
 
 // How a block treats the phase ahead: before it waits for the phase before to complete, it may
