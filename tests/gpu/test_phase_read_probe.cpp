@@ -1,8 +1,8 @@
 // tests/gpu/test_phase_read_probe.cpp — the phase-boundary probe (phase_read_kernels.h) that `bench
 // kernels --tables phase_boundaries` times: both launchers read every phase whole and once, with
-// every configuration the table runs; every block adds its split-K sums once per phase; and a
-// persistent grid that cannot be resident is refused (its blocks would wait forever for blocks
-// that never start).
+// every configuration the table runs; every block adds its split-K sums once per phase; a matrix
+// read by column chunks is read whole and once; and a persistent grid that cannot be resident is
+// refused (its blocks would wait forever for blocks that never start).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -105,6 +105,20 @@ TEST(PhaseReadProbe, SplitKSumsGetOneAddPerBlockAndPhase) {
       }
     }
   }
+}
+
+TEST(PhaseReadProbe, ColumnChunksReadTheMatrixWholeAndOnce) {
+  FG_REQUIRE_GPU();
+  Probe p({300 * 4096});  // one matrix of 300 rows of 4096 bytes (300: not a multiple of a pass)
+  for (const int chunk : {32, 64, 256}) {
+    for (const int threads : {256, 1024}) {
+      p.zero_sink();
+      cuda::launch_column_chunk_reads(p.data.data, 300, 4096, chunk, threads, p.sink(), p.e.gpu.stream());
+      EXPECT_EQ(p.read_sink(), p.expected) << "chunks of " << chunk << " bytes, " << threads << " threads";
+    }
+  }
+  EXPECT_THROW(cuda::launch_column_chunk_reads(p.data.data, 300, 4096, 48, 256, p.sink(), p.e.gpu.stream()), Error)
+      << "4096 is not a multiple of 48";
 }
 
 TEST(PhaseReadProbe, PersistentGridThatCannotBeResidentIsRefused) {

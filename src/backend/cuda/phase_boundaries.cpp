@@ -126,6 +126,54 @@ double graph_us(CudaBackend& backend, const std::function<void()>& work) {
   return us[us.size() / 2];
 }
 
+// down_proj read by column chunks (what a split-K MLP block reads of it) against the same bytes
+// read whole, µs per read: copies enough that L2 holds none of the next read's.
+nlohmann::json bench_column_chunks(CudaBackend& backend, unsigned* sink) {
+  struct Matrix {
+    const char* name;
+    int64_t rows, cols;  // bf16
+  };
+  constexpr int kLaunches = 8;
+  nlohmann::json result = nlohmann::json::array();
+  fmt::print("\nColumn chunks: down_proj [hidden, intermediate] read by chunks of columns, one block per chunk, "
+             "against one read of the same bytes;\n{} reads per graph replay over copies (no L2 hits), us per read\n",
+             kLaunches);
+  fmt::print("{:<16} {:>11} {:>8} | {:>9} {:>8} | {:>10}\n", "matrix", "chunk bytes", "threads", "us", "GB/s",
+             "vs whole");
+  for (const Matrix& m : {Matrix{"1B down_proj", 2048, 8192}, Matrix{"8B down_proj", 4096, 14336}}) {
+    const int64_t bytes = 2 * m.rows * m.cols;
+    const int copies = static_cast<int>(std::max<int64_t>(2, (int64_t{256} << 20) / bytes + 1));
+    std::vector<Allocation> weights;
+    for (int c = 0; c < copies; ++c) {
+      weights.push_back(backend.allocate(DType::kBF16, {m.rows, m.cols}));
+      launch_fill_random_bf16(static_cast<__nv_bfloat16*>(weights.back().tensor.data), m.rows * m.cols, 11 + c,
+                              0.0f, 1.0f, backend.stream());
+    }
+    const double whole_us = graph_us(backend, [&] {
+      for (int i = 0; i < kLaunches; ++i)
+        launch_read_only(weights[i % copies].tensor.data, bytes, sink, backend.stream());
+    }) / kLaunches;
+    auto row = [&](int chunk, int threads, double us) {
+      const double gbps = static_cast<double>(bytes) / (us * 1e-6) / 1e9;
+      fmt::print("{:<16} {:>11} {:>8} | {:>9.2f} {:>8.0f} | {:>9.2f}x\n", m.name,
+                 chunk == 0 ? std::string("whole") : std::to_string(chunk), threads, us, gbps, whole_us / us);
+      result.push_back({{"matrix", m.name}, {"chunk_bytes", chunk}, {"threads", threads}, {"us", us}, {"gbps", gbps}});
+    };
+    row(0, 256, whole_us);
+    for (const int chunk : {32, 64, 128, 256}) {
+      for (const int threads : {256, 1024}) {
+        const double us = graph_us(backend, [&] {
+          for (int i = 0; i < kLaunches; ++i)
+            launch_column_chunk_reads(weights[i % copies].tensor.data, m.rows, 2 * m.cols, chunk, threads, sink,
+                                      backend.stream());
+        }) / kLaunches;
+        row(chunk, threads, us);
+      }
+    }
+  }
+  return result;
+}
+
 }  // namespace
 
 nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps) {
@@ -187,7 +235,7 @@ nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps) {
       print_row(row.name, us);
     }
   }
-  return result;
+  return {{"phases", result}, {"column_chunks", bench_column_chunks(backend, sink)}};
 }
 
 }  // namespace fg::cuda

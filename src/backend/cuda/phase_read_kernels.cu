@@ -120,6 +120,28 @@ __global__ void phase_read_kernel(const PhaseReads reads, int first, int64_t pre
   if ((threadIdx.x & 31) == 0) atomicXor(sink, acc);
 }
 
+// blockDim.x a multiple of chunk_vecs: thread t reads vector t % chunk_vecs of rows t / chunk_vecs,
+// then rows blockDim.x / chunk_vecs further on, and so on (no division in the loop).
+__global__ void column_chunk_read_kernel(const char* base, int64_t rows, int64_t row_bytes, int chunk_vecs,
+                                         unsigned* sink) {
+  allow_dependent_grids();
+  wait_for_prerequisite_grids();
+  const int rows_per_pass = blockDim.x / chunk_vecs;
+  const char* lane = base + static_cast<int64_t>(blockIdx.x) * chunk_vecs * 16 + (threadIdx.x % chunk_vecs) * 16;
+  unsigned acc = 0;
+  for (int64_t row = threadIdx.x / chunk_vecs; row < rows; row += static_cast<int64_t>(rows_per_pass) * kUnroll) {
+    uint4 x[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t r = row + static_cast<int64_t>(u) * rows_per_pass;
+      x[u] = r < rows ? load_streaming(reinterpret_cast<const uint4*>(lane + r * row_bytes)) : make_uint4(0, 0, 0, 0);
+    }
+    acc ^= xor_group(x);
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, offset);
+  if ((threadIdx.x & 31) == 0) atomicXor(sink, acc);
+}
+
 int sm_count() {
   int device = 0, sms = 0;
   FG_CUDA_CHECK(cudaGetDevice(&device));
@@ -150,6 +172,15 @@ void launch(const PhaseReads& reads, const PhaseProbeConfig& config, int first, 
 }
 
 }  // namespace
+
+void launch_column_chunk_reads(const void* base, int64_t rows, int64_t row_bytes, int chunk_bytes, int threads,
+                               unsigned* sink, cudaStream_t stream) {
+  if (chunk_bytes <= 0 || chunk_bytes % 16 != 0 || row_bytes % chunk_bytes != 0 || threads % (chunk_bytes / 16) != 0)
+    FG_CUDA_CHECK(cudaErrorInvalidValue);
+  launch_with_pdl(column_chunk_read_kernel, dim3(static_cast<unsigned>(row_bytes / chunk_bytes)),
+                  dim3(static_cast<unsigned>(threads)), 0, stream, static_cast<const char*>(base), rows, row_bytes,
+                  chunk_bytes / 16, sink);
+}
 
 void launch_phase_reads_chained(const PhaseReads& reads, const PhaseProbeConfig& config, unsigned* sink,
                                 cudaStream_t stream) {

@@ -57,4 +57,11 @@ void launch_phase_reads_chained(const PhaseReads& reads, const PhaseProbeConfig&
 void launch_phase_reads_persistent(const PhaseReads& reads, const PhaseProbeConfig& config, unsigned* barrier,
                                    unsigned* sink, cudaStream_t stream);
 
+// Reads a row-major matrix [rows, row_bytes] by column chunks: block b reads bytes
+// [b * chunk_bytes, (b + 1) * chunk_bytes) of every row (row_bytes / chunk_bytes blocks; both
+// multiples of 16; threads a multiple of chunk_bytes / 16), as a split-K kernel would read its
+// columns of down_proj or o_proj. XORs every word into *sink, as the launchers above.
+void launch_column_chunk_reads(const void* base, int64_t rows, int64_t row_bytes, int chunk_bytes, int threads,
+                               unsigned* sink, cudaStream_t stream);
+
 }  // namespace fg::cuda
