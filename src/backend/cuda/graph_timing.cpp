@@ -9,16 +9,16 @@
 
 namespace fg::cuda {
 
-double median_graph_launch_us(cudaGraphExec_t exec, cudaStream_t stream, int reps, int warmup) {
+double median_us(cudaStream_t stream, int reps, int warmup, const std::function<void()>& work) {
   FG_CHECK(reps >= 1, "graph timing: reps must be positive, got {}", reps);
   cudaEvent_t start = nullptr, stop = nullptr;
   FG_CUDA_CHECK(cudaEventCreate(&start));
   FG_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < warmup; ++i) FG_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  for (int i = 0; i < warmup; ++i) work();
   std::vector<double> us;
   for (int i = 0; i < reps; ++i) {
     FG_CUDA_CHECK(cudaEventRecord(start, stream));
-    FG_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    work();
     FG_CUDA_CHECK(cudaEventRecord(stop, stream));
     FG_CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0.0f;
@@ -29,6 +29,10 @@ double median_graph_launch_us(cudaGraphExec_t exec, cudaStream_t stream, int rep
   FG_CUDA_CHECK(cudaEventDestroy(stop));
   std::sort(us.begin(), us.end());
   return us[us.size() / 2];
+}
+
+double median_graph_launch_us(cudaGraphExec_t exec, cudaStream_t stream, int reps, int warmup) {
+  return median_us(stream, reps, warmup, [&] { FG_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
 }
 
 }  // namespace fg::cuda

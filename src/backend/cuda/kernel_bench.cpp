@@ -22,6 +22,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/fill_kernels.h"
+#include "backend/cuda/graph_timing.h"
 #include "backend/cuda/phase_boundaries.h"
 #include "backend/cuda/read_kernels.h"
 #include "backend/cuda/small_n_linear.h"
@@ -39,30 +40,9 @@ constexpr int kBatch = 20;               // launches per timed graph replay, at 
 constexpr int kReps = 30;                // timed replays (median)
 constexpr size_t kRotateBytes = 256u << 20;  // weight bytes cycled through: 5x the L2
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? NAN : v[v.size() / 2];
-}
-
 // Milliseconds between two events around `work`, median over `reps` after `warmup` runs.
 double time_ms(cudaStream_t stream, int warmup, int reps, const std::function<void()>& work) {
-  for (int i = 0; i < warmup; ++i) work();
-  cudaEvent_t start, stop;
-  FG_CUDA_CHECK(cudaEventCreate(&start));
-  FG_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    FG_CUDA_CHECK(cudaEventRecord(start, stream));
-    work();
-    FG_CUDA_CHECK(cudaEventRecord(stop, stream));
-    FG_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0.0f;
-    FG_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  FG_CUDA_CHECK(cudaEventDestroy(start));
-  FG_CUDA_CHECK(cudaEventDestroy(stop));
-  return median(times);
+  return median_us(stream, reps, warmup, work) * 1e-3;
 }
 
 // Microseconds per launch of `launch(i)`, i = 0 .. launches-1 captured as one graph (so a rotation

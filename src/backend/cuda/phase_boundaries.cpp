@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/fill_kernels.h"
+#include "backend/cuda/graph_timing.h"
 #include "backend/cuda/phase_read_kernels.h"
 #include "backend/cuda/read_kernels.h"
 
@@ -106,24 +107,7 @@ double graph_us(CudaBackend& backend, const std::function<void()>& work) {
   backend.begin_capture();
   work();
   std::unique_ptr<Graph> graph = backend.end_capture();
-  for (int i = 0; i < 2; ++i) graph->replay();
-  cudaEvent_t start, stop;
-  FG_CUDA_CHECK(cudaEventCreate(&start));
-  FG_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<double> us;
-  for (int r = 0; r < kReps; ++r) {
-    FG_CUDA_CHECK(cudaEventRecord(start, backend.stream()));
-    graph->replay();
-    FG_CUDA_CHECK(cudaEventRecord(stop, backend.stream()));
-    FG_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0.0f;
-    FG_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    us.push_back(ms * 1e3);
-  }
-  FG_CUDA_CHECK(cudaEventDestroy(start));
-  FG_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
+  return median_us(backend.stream(), kReps, 2, [&] { graph->replay(); });
 }
 
 // down_proj read by column chunks (what a split-K MLP block reads of it) against the same bytes
