@@ -173,8 +173,7 @@ bool CudaBackend::fuses_qkv_rope(int64_t n, const std::vector<LinearPart>& qkv) 
   const int64_t in = qkv[0].weight->dim(1);
   // The direct kernel with its input norm, or the streamed one after the norm kernel (its head
   // conditions hold for any q/k/v that rope_and_cache_write takes).
-  return takes_input_norm(rows, in) ||
-         (cuda::prefers_streamed_linear(rows, in, sm_count_) && cuda::streamed_k_slices(rows, in, sm_count_) == 1);
+  return takes_input_norm(rows, in) || cuda::streams_unsplit(rows, in, sm_count_);
 }
 
 void CudaBackend::rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& norm_weight, float eps,

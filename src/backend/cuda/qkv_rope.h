@@ -58,6 +58,13 @@ __device__ __forceinline__ void rope_rotate(float a, float b, float c, float s, 
   rb = __fmaf_rn(b, c, __fmul_rn(a, s));
 }
 
+// The cosines (then the sines) of token `token`'s position in the table, the position clamped
+// into it, as rope_kernels.cu clamps it.
+__device__ __forceinline__ const float* rope_angles(const QkvRope& rope, int token) {
+  const int pos = min(max(rope.positions[token], 0), rope.max_positions - 1);
+  return rope.cos_sin + static_cast<int64_t>(pos) * rope.head_dim;
+}
+
 // The store of one pair of token `token`'s sums (bias added) into the q/k/v parts of `out`:
 // `first` goes to column `column`, `second` to `partner`. In q and k (column < out.begin[2]) the
 // two are a RoPE pair (partner = column + hd/2): rounded to BF16 as a plain store would, rotated by

@@ -115,8 +115,7 @@ __device__ __forceinline__ RopeLane load_rope_lane(const LinearOutputs& out, con
     const int token = g + r * 8;
     lane.slot[r] = token < n ? rope.slot_mapping[token] : -1;
     if (token >= n || !rotated) continue;
-    const int pos = min(max(rope.positions[token], 0), rope.max_positions - 1);
-    const float* cos_row = rope.cos_sin + static_cast<int64_t>(pos) * rope.head_dim;
+    const float* cos_row = rope_angles(rope, token);
     lane.cos[r] = cos_row[e];
     lane.sin[r] = cos_row[rope.head_dim / 2 + e];
   }

@@ -49,6 +49,7 @@ void launch_small_n_linear_normed(const __nv_bfloat16* x, const InputNorm& norm,
 void launch_small_n_qkv_rope(const __nv_bfloat16* x, const InputNorm& norm, const __nv_bfloat16* w,
                              const __nv_bfloat16* bias, const LinearOutputs& out, const QkvRope& rope, int64_t n,
                              int64_t in, int64_t out_features, int warps, cudaStream_t stream);
+
 // out[i, j] += bias[j] in fp32. out [n, out_features] F32, bias [out_features] BF16.
 void launch_add_bias_f32(float* out, const __nv_bfloat16* bias, int64_t n, int64_t out_features,
                          cudaStream_t stream);

@@ -372,8 +372,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int token = g + r * 8;
         rope_slot[r] = token < n ? rope.slot_mapping[token] : -1;
         if (token >= n || !rotated) continue;
-        const int pos = min(max(rope.positions[token], 0), rope.max_positions - 1);
-        const float* cos_row = rope.cos_sin + static_cast<int64_t>(pos) * rope.head_dim;
+        const float* cos_row = rope_angles(rope, token);
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           rope_cos[r][j] = cos_row[e + j];

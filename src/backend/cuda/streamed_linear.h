@@ -108,19 +108,22 @@ inline bool prefers_streamed_linear(int64_t out_features, int64_t in, int sm_cou
   return out_features >= int64_t{60} * sm_count || out_features * in >= kMinStreamedElements;
 }
 
-// Whether StreamedLinear::run_gated takes a gate/up span of these sizes: the span is one the
-// streamed kernel runs, in one slice of k (a gated pair is summed whole), and its halves are whole
-// tiles.
+// Whether the streamed kernel runs a weight of these sizes in one slice of k: what its paired modes
+// (gated, RoPE) need, since each sums a pair of tiles whole.
+inline bool streams_unsplit(int64_t out_features, int64_t in, int sm_count) {
+  return prefers_streamed_linear(out_features, in, sm_count) && streamed_k_slices(out_features, in, sm_count) == 1;
+}
+
+// Whether StreamedLinear::run_gated takes a gate/up span of these sizes: the span streams unsplit
+// and its halves are whole tiles.
 inline bool gated_linear_applies(int64_t intermediate, int64_t in, int sm_count) {
-  return intermediate % kStreamedBoxRows == 0 && prefers_streamed_linear(2 * intermediate, in, sm_count) &&
-         streamed_k_slices(2 * intermediate, in, sm_count) == 1;
+  return intermediate % kStreamedBoxRows == 0 && streams_unsplit(2 * intermediate, in, sm_count);
 }
 
 // Whether StreamedLinear::run_qkv_rope takes a q/k/v span of `rows` rows (q, k and v whole heads of
-// head_dim, a multiple of 16): a span the streamed kernel runs, in one slice of k.
+// head_dim, a multiple of 16): the span streams unsplit.
 inline bool qkv_rope_streamed_applies(int64_t rows, int64_t in, int64_t head_dim, int sm_count) {
-  return head_dim % 16 == 0 && rows % head_dim == 0 && prefers_streamed_linear(rows, in, sm_count) &&
-         streamed_k_slices(rows, in, sm_count) == 1;
+  return head_dim % 16 == 0 && rows % head_dim == 0 && streams_unsplit(rows, in, sm_count);
 }
 
 // out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]), fp32 accumulation, bias added in fp32, one
