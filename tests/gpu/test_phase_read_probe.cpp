@@ -49,6 +49,7 @@ struct Probe {
   void zero_sink() { gpu_test::upload(counters, std::vector<int32_t>{0x5a5a5a5a, 0}); }
 };
 
+// The last three: chained launches that wait at a counter (the persistent launcher refuses them).
 std::vector<cuda::PhaseProbeConfig> configs() {
   return {{0, false, 4, 256, 0},
           {32 << 10, false, 4, 256, 0},
@@ -56,7 +57,10 @@ std::vector<cuda::PhaseProbeConfig> configs() {
           {0, false, 1, 1024, 200 * 1024},
           {int64_t{1} << 30, true, 1, 1024, 200 * 1024},
           {0, true, 4, 256, 48 << 10, 48 << 10},
-          {0, false, 1, 1024, 200 * 1024, 192 << 10}};
+          {0, false, 1, 1024, 200 * 1024, 192 << 10},
+          {0, true, 4, 256, 0, 0, true},
+          {0, true, 1, 1024, 200 * 1024, 0, true},
+          {0, true, 4, 256, 0, 0, true, false}};
 }
 
 TEST(PhaseReadProbe, BothLaunchersReadEveryPhaseWholeAndOnce) {
@@ -66,15 +70,21 @@ TEST(PhaseReadProbe, BothLaunchersReadEveryPhaseWholeAndOnce) {
     SCOPED_TRACE(testing::Message() << "prefetch " << config.prefetch_bytes << ", preload " << config.preload
                                     << ", stash " << config.stash_bytes << ", " << config.blocks_per_sm << " x "
                                     << config.threads << " per SM");
+    const auto arrivals = [&] { return static_cast<unsigned>(gpu_test::download<int32_t>(p.counters)[0]); };
+    const unsigned every_block_every_phase = 6u * config.blocks_per_sm * static_cast<unsigned>(p.e.gpu.sm_count());
     p.zero_sink();
-    cuda::launch_phase_reads_chained(p.reads(), config, p.sink(), p.e.gpu.stream());
+    cuda::launch_phase_reads_chained(p.reads(), config, p.barrier(), p.sink(), p.e.gpu.stream());
     EXPECT_EQ(p.read_sink(), p.expected) << "chained";
+    if (config.flag_waits) {
+      EXPECT_EQ(arrivals(), every_block_every_phase) << "chained: every block arrives once per phase";
+      EXPECT_THROW(cuda::launch_phase_reads_persistent(p.reads(), config, p.barrier(), p.sink(), p.e.gpu.stream()),
+                   Error);
+      continue;
+    }
     p.zero_sink();
     cuda::launch_phase_reads_persistent(p.reads(), config, p.barrier(), p.sink(), p.e.gpu.stream());
     EXPECT_EQ(p.read_sink(), p.expected) << "persistent";
-    EXPECT_EQ(static_cast<unsigned>(gpu_test::download<int32_t>(p.counters)[0]),
-              6u * config.blocks_per_sm * static_cast<unsigned>(p.e.gpu.sm_count()))
-        << "every block arrives once per phase";
+    EXPECT_EQ(arrivals(), every_block_every_phase) << "persistent: every block arrives once per phase";
   }
 }
 
@@ -94,7 +104,7 @@ TEST(PhaseReadProbe, SplitKSumsGetOneAddPerBlockAndPhase) {
       gpu_test::upload(sums, std::vector<int64_t>(2048, 0));
       p.zero_sink();
       if (persistent) cuda::launch_phase_reads_persistent(reads, config, p.barrier(), p.sink(), p.e.gpu.stream());
-      else cuda::launch_phase_reads_chained(reads, config, p.sink(), p.e.gpu.stream());
+      else cuda::launch_phase_reads_chained(reads, config, p.barrier(), p.sink(), p.e.gpu.stream());
       EXPECT_EQ(p.read_sink(), p.expected) << "persistent " << persistent;
       const std::vector<int64_t> got = gpu_test::download<int64_t>(sums);
       for (int i = 0; i < 2048; ++i) {

@@ -19,8 +19,6 @@ namespace fg::cuda {
 
 namespace {
 
-constexpr int kReps = 20;
-
 // A model shape's layer as the decode step reads it at batch 1: q/k/v, the KV cache at a context
 // of 512 (attention), o_proj, gate/up, down. The split-K layouts merge attention with o_proj and
 // gate/up with down, as a kernel would whose blocks multiply their part of a head's output, or of
@@ -84,6 +82,13 @@ std::vector<ProbeRow> probe_rows() {
     c.shared_bytes = std::max(c.shared_bytes, static_cast<size_t>(bytes));
     return c;
   };
+  // Launches whose blocks wait for the launch before's blocks to arrive at a counter, as a grid
+  // barrier's do, rather than for its grid to complete.
+  auto flagged = [&](PhaseProbeConfig c, bool grid_wait_at_exit = true) {
+    c.flag_waits = true;
+    c.grid_wait_at_exit = grid_wait_at_exit;
+    return c;
+  };
   PhaseProbeConfig l2_prefetch = small;
   l2_prefetch.prefetch_bytes = 32 << 10;
   return {{"launches, 4 x 256 / SM", false, small},
@@ -97,17 +102,13 @@ std::vector<ProbeRow> probe_rows() {
           {"persistent, 4 x 256 / SM, L2 prefetch 32 KB", true, l2_prefetch},
           {"launches, filling the SM, preload + stash 192 KB", false, stashing(filling, 192 << 10)},
           {"persistent, 4 x 256 / SM, preload + stash 48 KB", true, stashing(small, 48 << 10)},
-          {"persistent, 1 x 1024 / SM, preload + stash 192 KB", true, stashing(filling, 192 << 10)}};
-}
-
-// Median microseconds of one replay of a graph of `work`.
-double graph_us(CudaBackend& backend, const std::function<void()>& work) {
-  work();  // eager first: a launch error shows here, outside capture
-  backend.synchronize();
-  backend.begin_capture();
-  work();
-  std::unique_ptr<Graph> graph = backend.end_capture();
-  return median_us(backend.stream(), kReps, 2, [&] { graph->replay(); });
+          {"persistent, 1 x 1024 / SM, preload + stash 192 KB", true, stashing(filling, 192 << 10)},
+          {"launches, flag waits, 4 x 256 / SM", false, flagged(small)},
+          {"launches, flag waits, 4 x 256 / SM, preload", false, flagged(preloading(small))},
+          {"launches, flag waits, filling the SM", false, flagged(filling)},
+          {"launches, flag waits, filling the SM, preload", false, flagged(preloading(filling))},
+          {"launches, flag waits only, 4 x 256 / SM, preload", false, flagged(preloading(small), false)},
+          {"launches, flag waits only, filling the SM, preload", false, flagged(preloading(filling), false)}};
 }
 
 // down_proj read by column chunks (what a split-K MLP block reads of it) against the same bytes
@@ -133,7 +134,7 @@ nlohmann::json bench_column_chunks(CudaBackend& backend, unsigned* sink) {
       launch_fill_random_bf16(static_cast<__nv_bfloat16*>(weights.back().tensor.data), m.rows * m.cols, 11 + c,
                               0.0f, 1.0f, backend.stream());
     }
-    const double whole_us = graph_us(backend, [&] {
+    const double whole_us = probe_graph_us(backend, [&] {
       for (int i = 0; i < kLaunches; ++i)
         launch_read_only(weights[i % copies].tensor.data, bytes, sink, backend.stream());
     }) / kLaunches;
@@ -146,7 +147,7 @@ nlohmann::json bench_column_chunks(CudaBackend& backend, unsigned* sink) {
     row(0, 256, whole_us);
     for (const int chunk : {32, 64, 128, 256}) {
       for (const int threads : {256, 1024}) {
-        const double us = graph_us(backend, [&] {
+        const double us = probe_graph_us(backend, [&] {
           for (int i = 0; i < kLaunches; ++i)
             launch_column_chunk_reads(weights[i % copies].tensor.data, m.rows, 2 * m.cols, chunk, threads, sink,
                                       backend.stream());
@@ -160,6 +161,15 @@ nlohmann::json bench_column_chunks(CudaBackend& backend, unsigned* sink) {
 
 }  // namespace
 
+double probe_graph_us(CudaBackend& backend, const std::function<void()>& work) {
+  work();  // eager first: a launch error shows here, outside capture
+  backend.synchronize();
+  backend.begin_capture();
+  work();
+  std::unique_ptr<Graph> graph = backend.end_capture();
+  return median_us(backend.stream(), kProbeReps, 2, [&] { graph->replay(); });
+}
+
 nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps) {
   nlohmann::json result = nlohmann::json::array();
   Allocation counters = backend.allocate(DType::kI32, {2});  // [barrier, sink]
@@ -169,7 +179,7 @@ nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps) {
              "read and nothing else,\nas one launch per phase (PDL) or one resident kernel with a grid barrier "
              "per phase; graph replay, median of {}.\nper boundary: the time beyond one read of all the bytes, "
              "over the phases\n",
-             kReps);
+             kProbeReps);
   fmt::print("{:<19} {:<50} | {:>9} {:>8} {:>6} | {:>12}\n", "model", "reads", "us/layer", "GB/s", "%copy",
              "us/boundary");
   for (const LayerReads& shape : layer_reads()) {
@@ -197,7 +207,8 @@ nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps) {
       reads.sums = static_cast<unsigned long long*>(sums.tensor.data);
     }
 
-    const double one_read_us = graph_us(backend, [&] { launch_read_only(reads.base, total, sink, backend.stream()); });
+    const double one_read_us =
+        probe_graph_us(backend, [&] { launch_read_only(reads.base, total, sink, backend.stream()); });
     auto print_row = [&](const std::string& name, double us) {
       const double gbps = static_cast<double>(total) / (us * 1e-6) / 1e9;
       const double per_boundary = (us - one_read_us) / phases;
@@ -212,9 +223,9 @@ nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps) {
     print_row("one read of all the bytes (one launch)", one_read_us);
     for (const ProbeRow& row : probe_rows()) {
       if (shape.split_k && (!row.config.preload || row.config.stash_bytes > 0)) continue;
-      const double us = graph_us(backend, [&] {
+      const double us = probe_graph_us(backend, [&] {
         if (row.persistent) launch_phase_reads_persistent(reads, row.config, barrier, sink, backend.stream());
-        else launch_phase_reads_chained(reads, row.config, sink, backend.stream());
+        else launch_phase_reads_chained(reads, row.config, barrier, sink, backend.stream());
       });
       print_row(row.name, us);
     }

@@ -17,10 +17,15 @@
 // phases, attention with o_proj and gate/up with down) read a 1B layer in 37 µs as launches
 // against 43 for five, if few blocks add the partial sums (132: 0.5 µs a phase; 528: 7 µs). The
 // table's second part reads down_proj by column chunks, as such a kernel would as the weight is
-// stored today: at best 0.82x the speed of reading it whole.
+// stored today: at best 0.82x the speed of reading it whole. Session 16: launches whose blocks
+// wait at a counter for the launch before's blocks, rather than for its grid to complete, are
+// slower than PDL's wait (1B 3.9 against 3.2 µs per boundary with blocks that fill the SM; 5.7
+// against 3.2 with small ones), with or without the wait for the grid before at their exit.
 #pragma once
 
 #include <nlohmann/json.hpp>
+
+#include <functional>
 
 namespace fg {
 class CudaBackend;
@@ -29,5 +34,10 @@ class CudaBackend;
 namespace fg::cuda {
 
 nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps);
+
+// The probes' timing: `work` run once eagerly (a launch error shows outside a capture), then
+// captured into a graph, whose replays are timed: the median microseconds of kProbeReps.
+inline constexpr int kProbeReps = 20;
+double probe_graph_us(CudaBackend& backend, const std::function<void()>& work);
 
 }  // namespace fg::cuda

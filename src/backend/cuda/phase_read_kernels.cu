@@ -1,5 +1,6 @@
 // backend/cuda/phase_read_kernels.cu — see phase_read_kernels.h.
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/grid_barrier.cuh"
 #include "backend/cuda/pdl.cuh"
 #include "backend/cuda/phase_read_kernels.h"
 #include "backend/cuda/streaming_load.cuh"
@@ -46,35 +47,18 @@ __device__ __forceinline__ unsigned xor_group(const uint4 (&x)[kUnroll]) {
   return acc;
 }
 
-// The grid barrier: every block adds one to `count` after its phase; a block waits until the
-// count holds every block's arrival for the phases so far. Release/acquire at GPU scope, so that a
-// real kernel's outputs of a phase would be visible to every block after it.
-__device__ __forceinline__ void arrive(unsigned* count) {
-  __syncthreads();
-  if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
-}
-
-__device__ __forceinline__ void wait_for_count(const unsigned* count, unsigned target) {
-  if (threadIdx.x == 0) {
-    unsigned seen = 0;
-    do {
-      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(count) : "memory");
-    } while (seen < target);
-  }
-  __syncthreads();
-}
-
 __device__ __forceinline__ void copy_async_16(uint4* shared, const uint4* global) {
   const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(shared));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(global) : "memory");
 }
 
 // kPersistent: all phases, the grid barrier between them; else phase `first` alone, after the
-// launch before (PDL). kStash: the first stash_vecs vectors of the block's share go to shared
-// memory (cp.async) before the wait, the rest is read after it.
-template <bool kPersistent, bool kStash>
+// launch before (PDL; kFlagWait: after its blocks' arrivals at `barrier`, each launch's blocks
+// arriving once, and with grid_wait_at_exit its grid completes after the one before). kStash: the first stash_vecs vectors of the block's share go to shared memory
+// (cp.async) before the wait, the rest is read after it.
+template <bool kPersistent, bool kStash, bool kFlagWait>
 __global__ void phase_read_kernel(const PhaseReads reads, int first, int64_t prefetch_bytes, bool preload,
-                                  int stash_vecs, unsigned* barrier, unsigned* sink) {
+                                  bool grid_wait_at_exit, int stash_vecs, unsigned* barrier, unsigned* sink) {
   extern __shared__ uint4 stash[];  // [stash_vecs] when kStash; else room that only fills the SM
   allow_dependent_grids();
   const int last = kPersistent ? reads.phases : first + 1;
@@ -93,8 +77,9 @@ __global__ void phase_read_kernel(const PhaseReads reads, int first, int64_t pre
     int64_t base = s.first + stashed + threadIdx.x;
     uint4 x[kUnroll];
     if (preload) load_group(v, base, s.end, x);  // nor do their first loads
-    if (p == first) wait_for_prerequisite_grids();
-    else wait_for_count(barrier, static_cast<unsigned>(p - first) * gridDim.x);
+    if (kFlagWait && p > 0) grid_barrier_wait(barrier, static_cast<unsigned>(p) * gridDim.x);
+    else if (p == first) wait_for_prerequisite_grids();
+    else grid_barrier_wait(barrier, static_cast<unsigned>(p - first) * gridDim.x);
     if (!preload) load_group(v, base, s.end, x);
     if (kStash) {
       asm volatile("cp.async.wait_all;" ::: "memory");
@@ -112,8 +97,9 @@ __global__ void phase_read_kernel(const PhaseReads reads, int first, int64_t pre
       for (int i = threadIdx.x; i < width; i += blockDim.x)
         atomicAdd(&reads.sums[i], static_cast<unsigned long long>(i + 1));
     }
-    if (kPersistent) arrive(barrier);
+    if (kPersistent || kFlagWait) grid_barrier_arrive(barrier);
   }
+  if (kFlagWait && first > 0 && grid_wait_at_exit) wait_for_prerequisite_grids();
   // The XOR of every word read, into *sink: it keeps the loads, and lets a test check that the
   // phases were read whole and once (one atomic per warp, after the reads).
   for (int offset = 16; offset > 0; offset >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, offset);
@@ -154,7 +140,13 @@ void launch(const PhaseReads& reads, const PhaseProbeConfig& config, int first, 
             cudaStream_t stream) {
   if (config.stash_bytes % 16 != 0 || config.stash_bytes > static_cast<int64_t>(config.shared_bytes))
     FG_CUDA_CHECK(cudaErrorInvalidValue);
-  auto* kernel = config.stash_bytes > 0 ? phase_read_kernel<kPersistent, true> : phase_read_kernel<kPersistent, false>;
+  if (kPersistent && config.flag_waits) FG_CUDA_CHECK(cudaErrorInvalidValue);
+  constexpr bool kFlags = !kPersistent;
+  auto* kernel = config.stash_bytes > 0
+                     ? (config.flag_waits ? phase_read_kernel<kPersistent, true, kFlags>
+                                          : phase_read_kernel<kPersistent, true, false>)
+                     : (config.flag_waits ? phase_read_kernel<kPersistent, false, kFlags>
+                                          : phase_read_kernel<kPersistent, false, false>);
   FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(config.shared_bytes)));
   const int blocks = config.blocks_per_sm * sm_count();
@@ -168,7 +160,7 @@ void launch(const PhaseReads& reads, const PhaseProbeConfig& config, int first, 
   }
   launch_with_pdl(kernel, dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(config.threads)),
                   config.shared_bytes, stream, reads, first, config.prefetch_bytes, config.preload,
-                  static_cast<int>(config.stash_bytes / 16), barrier, sink);
+                  config.grid_wait_at_exit, static_cast<int>(config.stash_bytes / 16), barrier, sink);
 }
 
 }  // namespace
@@ -182,9 +174,10 @@ void launch_column_chunk_reads(const void* base, int64_t rows, int64_t row_bytes
                   chunk_bytes / 16, sink);
 }
 
-void launch_phase_reads_chained(const PhaseReads& reads, const PhaseProbeConfig& config, unsigned* sink,
-                                cudaStream_t stream) {
-  for (int p = 0; p < reads.phases; ++p) launch<false>(reads, config, p, nullptr, sink, stream);
+void launch_phase_reads_chained(const PhaseReads& reads, const PhaseProbeConfig& config, unsigned* counter,
+                                unsigned* sink, cudaStream_t stream) {
+  if (config.flag_waits) FG_CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof(unsigned), stream));
+  for (int p = 0; p < reads.phases; ++p) launch<false>(reads, config, p, counter, sink, stream);
 }
 
 void launch_phase_reads_persistent(const PhaseReads& reads, const PhaseProbeConfig& config, unsigned* barrier,

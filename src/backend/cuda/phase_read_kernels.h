@@ -42,14 +42,23 @@ struct PhaseProbeConfig {
                             // models a kernel whose blocks fill an SM, so that a launch's blocks
                             // start only as the launch before's leave
   int64_t stash_bytes = 0;  // a multiple of 16, at most shared_bytes
+  // Chained launches only: each launch after the first waits for the blocks of the launch before
+  // to arrive at a counter (release add, acquire poll), as the persistent grid's blocks do, rather
+  // than for that grid to complete (griddepcontrol).
+  bool flag_waits = false;
+  // With flag_waits: each block waits for the grid before it to complete (griddepcontrol) before it
+  // exits, so that a grid's completion implies its predecessor's (pdl.cuh); false leaves that out.
+  bool grid_wait_at_exit = true;
 };
 
 // Both launchers XOR every 32-bit word they read into *sink (which the caller zeroes first), so
 // that a test can check that each phase was read whole and once.
 
-// One PDL launch per phase: each waits (griddepcontrol) for the one before before it reads.
-void launch_phase_reads_chained(const PhaseReads& reads, const PhaseProbeConfig& config, unsigned* sink,
-                                cudaStream_t stream);
+// One PDL launch per phase: each waits for the one before before it reads (griddepcontrol, or
+// with flag_waits every block's arrival at `counter`, which the launcher then zeroes on the stream
+// first; every block arrives once per phase).
+void launch_phase_reads_chained(const PhaseReads& reads, const PhaseProbeConfig& config, unsigned* counter,
+                                unsigned* sink, cudaStream_t stream);
 
 // One launch of blocks_per_sm x SMs blocks, all resident (checked), that read every phase; a
 // block starts phase p once every block has ended phase p - 1 (a counter in `barrier`, which the
