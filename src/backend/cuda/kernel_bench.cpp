@@ -23,6 +23,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/fill_kernels.h"
 #include "backend/cuda/graph_timing.h"
+#include "backend/cuda/gemv_chain_bench.h"
 #include "backend/cuda/phase_boundaries.h"
 #include "backend/cuda/read_kernels.h"
 #include "backend/cuda/small_n_linear.h"
@@ -580,7 +581,8 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
 const std::vector<std::string>& kernel_benchmark_tables() {
   static const std::vector<std::string> tables = {"linear",       "gated_mlp",    "residual_stream",
                                                   "streamed_k_slices", "streamed_blocks_per_sm", "direct_warps",
-                                                  "decode_step", "streamed_timeline", "phase_boundaries"};
+                                                  "decode_step", "streamed_timeline", "phase_boundaries",
+                                                  "gemv_chain"};
   return tables;
 }
 
@@ -612,6 +614,7 @@ int run_kernel_benchmarks(const std::string& json_out, const std::string& attent
   if (wanted("decode_step")) result["decode_step"] = bench_decode_steps(backend, attention, breakdown_batches);
   if (wanted("streamed_timeline")) result["streamed_timeline"] = bench_streamed_timeline(backend);
   if (wanted("phase_boundaries")) result["phase_boundaries"] = bench_phase_boundaries(backend, copy_gbps);
+  if (wanted("gemv_chain")) result["gemv_chain"] = bench_gemv_chain(backend, copy_gbps);
   if (!json_out.empty()) {
     std::ofstream(json_out) << result.dump(2) << "\n";
     fmt::print("\nwritten to {}\n", json_out);
