@@ -145,8 +145,14 @@ void StreamedLinear::run_qkv_rope(const __nv_bfloat16* x, const __nv_bfloat16* w
            "cuda backend: the streamed q/k/v linear with RoPE does not take a {} x {} span in parts of {}, {} and {} "
            "rows with heads of {}",
            rows, in, out.begin[1], out.begin[2] - out.begin[1], out.begin[3] - out.begin[2], rope.head_dim);
-  // The span's own choice, so that the launch reads like the plain run of the span.
-  if (blocks_per_sm == 0) blocks_per_sm = streamed_blocks_per_sm(rows, 1, n, sm_count_);
+  // Two blocks per SM at every n, not the plain span's choice (one per SM above 8 rows): a RoPE
+  // pass stays within half a head (8 tile pairs at head_dim 128), and the 8B span's 384 pairs over
+  // one block per SM give each block 3, so that most blocks' ranges cross a half head and walk
+  // all of k twice in shorter passes; over two per SM each block takes 2. Measured
+  // (bench/RESULTS.md, 2026-12-02 session 16, bench latency, 8B, context 512, graph): batches 9,
+  // 12 and 16 (16-row graphs) 4.835-4.860 -> 4.566-4.603 ms, batch 1 level (4.144-4.175 ->
+  // 4.154-4.177). At n <= 8 one per SM was slower still (the q/k/v launch 13.3 -> 24.3 us).
+  if (blocks_per_sm == 0) blocks_per_sm = kStreamedBlocksPerSm;
   check_blocks_per_sm(blocks_per_sm);
   const StreamedGrid grid = streamed_qkv_rope_grid(rows, blocks_per_sm, sm_count_);
   const Maps::Launch maps = maps_->for_launch(x, w, rows, in, n, grid.pass_tiles);

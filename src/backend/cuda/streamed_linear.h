@@ -166,7 +166,8 @@ class StreamedLinear {
   // run() of a q/k/v span w [rows, in] (bias: its biases back to back, or null) into the three
   // parts of `out`, then RoPE and the cache write of rope_and_cache_write, in one launch
   // (qkv_rope.h): q, k, v and the cache get the bits of run() then launch_rope_and_cache_write.
-  // qkv_rope_streamed_applies says when. blocks_per_sm as in run().
+  // qkv_rope_streamed_applies says when. blocks_per_sm 0 takes kStreamedBlocksPerSm (see the .cpp);
+  // 1 or 2 is for tests and benchmarks.
   void run_qkv_rope(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
                     const LinearOutputs& out, const QkvRope& rope, int64_t n, int64_t in, int64_t rows,
                     cudaStream_t stream, int blocks_per_sm = 0);
