@@ -9,8 +9,10 @@
 // What it found (bench/RESULTS.md, 2026-12-02 session 16): the barrier's advantage over a launch
 // boundary that reads alone show (1.1 against 3.1 µs per boundary on the 1B's phases) does not
 // survive real products. Over the five versions of this kernel measured, the best resident row
-// and the best launch row were level: 39.4 against 39.6 µs per 1B layer, 112.7 against 110.7 per
-// 8B layer (the engine's four launches, with their norms and RoPE: 41.3 and 113.1). Per phase,
+// and the best launch row were level: 39.4 against 39.5 µs per 1B layer, 112.7 against 110.7 per
+// 8B layer (the engine's four launches, with their norms and RoPE: 41.3 and 113.1). The version
+// here (run 8): as launches 39.5-40.9 µs per 1B layer and 120.1-124.4 per 8B layer, resident
+// 41.3-43.6 and 121.2-125.1. Per phase,
 // the barrier costs 0.8-2 µs and bringing the input to shared memory 0.5-2 µs, but what separates
 // a phase from the read-only one is the spread of its blocks' row times (the slowest block 1-6 µs
 // behind the median), which handing rows out at run time did not narrow: a warp's rows are a
