@@ -24,6 +24,7 @@
 #include "attention/cuda/paged_kv_walk.h"
 #include "attention/cuda/split_kv_attention_kernels.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_info.h"
 #include "backend/cuda/pdl.cuh"
 
 namespace fg::attn {
@@ -299,9 +300,8 @@ int prepare_head_dim() {
   for (const void* kernel : {reinterpret_cast<const void*>(split_kv_kernel<HD, false>),
                              reinterpret_cast<const void*>(split_kv_kernel<HD, true>)})
     FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, split_kv_smem_bytes(HD)));
-  int device = 0, sms = 0, per_sm = 0;
-  FG_CUDA_CHECK(cudaGetDevice(&device));
-  FG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int per_sm = 0;
+  const int sms = fg::cuda::current_device_sm_count();
   FG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, split_kv_kernel<HD, true>, kSplitKvThreads,
                                                               split_kv_smem_bytes(HD)));
   return sms * (per_sm > 0 ? per_sm : 1);

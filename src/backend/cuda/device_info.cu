@@ -22,4 +22,11 @@ std::vector<DeviceInfo> list_devices() {
   return devices;
 }
 
+int current_device_sm_count() {
+  int device = 0, sms = 0;
+  FG_CUDA_CHECK(cudaGetDevice(&device));
+  FG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
 }  // namespace fg::cuda

@@ -19,4 +19,8 @@ struct DeviceInfo {
 // Empty when there is no device or no driver (never an error: absence is a normal answer).
 std::vector<DeviceInfo> list_devices();
 
+// The multiprocessors of the calling thread's current device (raises fg::Error on a CUDA error):
+// for launchers that size their grids by the SM count.
+int current_device_sm_count();
+
 }  // namespace fg::cuda

@@ -157,16 +157,9 @@ nlohmann::json bench_gemv_chain(CudaBackend& backend, double copy_gbps) {
     auto* chain_counters = static_cast<unsigned*>(chain_counter_words.tensor.data);
 
     const double one_read_us = probe_graph_us(backend, [&] { launch_read_only(w, 2 * total, sink, backend.stream()); });
+    const ProbeTable table{2 * total, m.layers, count, one_read_us, copy_gbps, 14, 48};
     auto print_row = [&](const std::string& name, double us) {
-      const double gbps = static_cast<double>(2 * total) / (us * 1e-6) / 1e9;
-      const double per_boundary = (us - one_read_us) / count;
-      fmt::print("{:<14} {:<48} | {:>9.2f} {:>8.0f} {:>5.0f}% | {:>12.2f}\n", m.name, name, us / m.layers, gbps,
-                 100.0 * gbps / copy_gbps, per_boundary);
-      result.push_back({{"model", m.name},
-                        {"run", name},
-                        {"us_per_layer", us / m.layers},
-                        {"gbps", gbps},
-                        {"us_per_boundary", per_boundary}});
+      result.push_back(probe_table_row(table, m.name, "run", name, us));
     };
     print_row("one read of all the bytes (one launch)", one_read_us);
     for (const int threads : {256, 1024}) {

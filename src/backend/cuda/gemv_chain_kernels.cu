@@ -1,6 +1,7 @@
 // backend/cuda/gemv_chain_kernels.cu — see gemv_chain_kernels.h.
 #include "backend/cuda/bf16_vec.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_info.h"
 #include "backend/cuda/gemv_chain_kernels.h"
 #include "backend/cuda/grid_barrier.cuh"
 #include "backend/cuda/pdl.cuh"
@@ -173,13 +174,6 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
   }
 }
 
-int sm_count() {
-  int device = 0, sms = 0;
-  FG_CUDA_CHECK(cudaGetDevice(&device));
-  FG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
-
 // The shared memory the phases need (their largest input); refuses shapes the kernel cannot take.
 size_t check_phases(const GemvPhase* host_phases, int count) {
   int max_cols = 0;
@@ -207,7 +201,8 @@ void launch_kernel(const GemvPhase* phases, int first, int last, const GemvChain
     FG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, shared_bytes));
     if (resident < 1024 / kThreads) FG_CUDA_CHECK(cudaErrorCooperativeLaunchTooLarge);
   }
-  launch_with_pdl(kernel, dim3(static_cast<unsigned>(gemv_chain_blocks(config, sm_count()))), dim3(kThreads),
+  const int blocks = gemv_chain_blocks(config, current_device_sm_count());
+  launch_with_pdl(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
                   shared_bytes, stream, phases, first, last, config.preload_groups, config.dynamic, counters,
                   config.timeline);
 }

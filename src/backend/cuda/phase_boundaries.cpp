@@ -161,6 +161,19 @@ nlohmann::json bench_column_chunks(CudaBackend& backend, unsigned* sink) {
 
 }  // namespace
 
+nlohmann::json probe_table_row(const ProbeTable& table, const std::string& model, const char* name_key,
+                               const std::string& name, double us) {
+  const double gbps = static_cast<double>(table.bytes) / (us * 1e-6) / 1e9;
+  const double per_boundary = (us - table.one_read_us) / table.phases;
+  fmt::print("{:<{}} {:<{}} | {:>9.2f} {:>8.0f} {:>5.0f}% | {:>12.2f}\n", model, table.model_width, name,
+             table.name_width, us / table.layers, gbps, 100.0 * gbps / table.copy_gbps, per_boundary);
+  return {{"model", model},
+          {name_key, name},
+          {"us_per_layer", us / table.layers},
+          {"gbps", gbps},
+          {"us_per_boundary", per_boundary}};
+}
+
 double probe_graph_us(CudaBackend& backend, const std::function<void()>& work) {
   work();  // eager first: a launch error shows here, outside capture
   backend.synchronize();
@@ -209,16 +222,9 @@ nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps) {
 
     const double one_read_us =
         probe_graph_us(backend, [&] { launch_read_only(reads.base, total, sink, backend.stream()); });
+    const ProbeTable table{total, shape.layers, phases, one_read_us, copy_gbps, 19, 50};
     auto print_row = [&](const std::string& name, double us) {
-      const double gbps = static_cast<double>(total) / (us * 1e-6) / 1e9;
-      const double per_boundary = (us - one_read_us) / phases;
-      fmt::print("{:<19} {:<50} | {:>9.2f} {:>8.0f} {:>5.0f}% | {:>12.2f}\n", shape.model, name, us / shape.layers,
-                 gbps, 100.0 * gbps / copy_gbps, per_boundary);
-      result.push_back({{"model", shape.model},
-                        {"reads", name},
-                        {"us_per_layer", us / shape.layers},
-                        {"gbps", gbps},
-                        {"us_per_boundary", per_boundary}});
+      result.push_back(probe_table_row(table, shape.model, "reads", name, us));
     };
     print_row("one read of all the bytes (one launch)", one_read_us);
     for (const ProbeRow& row : probe_rows()) {

@@ -25,7 +25,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <functional>
+#include <string>
 
 namespace fg {
 class CudaBackend;
@@ -34,6 +36,18 @@ class CudaBackend;
 namespace fg::cuda {
 
 nlohmann::json bench_phase_boundaries(CudaBackend& backend, double copy_gbps);
+
+// One row of a probe's table, printed and returned as JSON (the row's name under `name_key`): µs per
+// layer, GB/s and % of the copy bandwidth over `bytes`, and µs per boundary (the time beyond one
+// read of the same bytes, over the phases).
+struct ProbeTable {
+  int64_t bytes;
+  int layers, phases;
+  double one_read_us, copy_gbps;
+  int model_width, name_width;  // of the printed columns
+};
+nlohmann::json probe_table_row(const ProbeTable& table, const std::string& model, const char* name_key,
+                               const std::string& name, double us);
 
 // The probes' timing: `work` run once eagerly (a launch error shows outside a capture), then
 // captured into a graph, whose replays are timed: the median microseconds of kProbeReps.

@@ -1,5 +1,6 @@
 // backend/cuda/phase_read_kernels.cu — see phase_read_kernels.h.
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_info.h"
 #include "backend/cuda/grid_barrier.cuh"
 #include "backend/cuda/pdl.cuh"
 #include "backend/cuda/phase_read_kernels.h"
@@ -128,13 +129,6 @@ __global__ void column_chunk_read_kernel(const char* base, int64_t rows, int64_t
   if ((threadIdx.x & 31) == 0) atomicXor(sink, acc);
 }
 
-int sm_count() {
-  int device = 0, sms = 0;
-  FG_CUDA_CHECK(cudaGetDevice(&device));
-  FG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
-
 template <bool kPersistent>
 void launch(const PhaseReads& reads, const PhaseProbeConfig& config, int first, unsigned* barrier, unsigned* sink,
             cudaStream_t stream) {
@@ -149,7 +143,7 @@ void launch(const PhaseReads& reads, const PhaseProbeConfig& config, int first, 
                                           : phase_read_kernel<kPersistent, false, false>);
   FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(config.shared_bytes)));
-  const int blocks = config.blocks_per_sm * sm_count();
+  const int blocks = config.blocks_per_sm * current_device_sm_count();
   if (kPersistent) {
     // A block that waits for one that never starts would wait forever.
     int resident = 0;

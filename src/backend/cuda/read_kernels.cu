@@ -1,5 +1,6 @@
 // backend/cuda/read_kernels.cu — see read_kernels.h.
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_info.h"
 #include "backend/cuda/pdl.cuh"
 #include "backend/cuda/read_kernels.h"
 #include "backend/cuda/streaming_load.cuh"
@@ -40,9 +41,7 @@ __global__ void __launch_bounds__(kThreads) read_only_kernel(const uint4* __rest
 void launch_read_only(const void* p, int64_t bytes, unsigned* sink, cudaStream_t stream) {
   const int64_t vecs = bytes / 16;
   if (vecs == 0) return;
-  int device = 0, sms = 0;
-  FG_CUDA_CHECK(cudaGetDevice(&device));
-  FG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = current_device_sm_count();
   // One pass of kUnroll loads per thread where the buffer allows, at most 8 blocks per SM.
   const int64_t blocks = std::clamp<int64_t>((vecs + kThreads * kUnroll - 1) / (kThreads * kUnroll), 1, 8 * sms);
   launch_with_pdl(read_only_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
