@@ -298,6 +298,54 @@ nlohmann::json bench_linears(CudaBackend& backend, double copy_gbps) {
   return rows;
 }
 
+// Past 16 token rows the decode matmuls leave the engine's kernels for cuBLASLt (kSmallNMaxRows):
+// cuBLASLt at 16-64 rows on each decode weight, against ours at 16 and a read of the weight alone.
+// A weight is still read once at 64 rows, so the read bounds every row of this table.
+nlohmann::json bench_linear_rows(CudaBackend& backend, double copy_gbps) {
+  nlohmann::json rows = nlohmann::json::array();
+  const std::vector<int64_t> row_counts = {16, 24, 32, 48, 64};
+  fmt::print("\nDecode matmuls past 16 rows (us; % of copy bandwidth {:.0f} GB/s): ours at 16 rows, cuBLASLt at 16-64,\n"
+             "and a read of the weight alone\n",
+             copy_gbps);
+  fmt::print("{:<14} {:<12} {:>6} {:>6} | {:>11} | {:>32} | {:>8}\n", "model", "matmul", "out", "in", "ours M=16",
+             "cuBLASLt M=16 / 24 / 32 / 48 / 64", "read");
+  Allocation sink = backend.allocate(DType::kI32, {1});
+  for (const ModelShape& m : model_shapes()) {
+    for (const LinearShape& shape : decode_linears(m)) {
+      const auto& [name, out_features, in] = shape;
+      RandomTensors random{backend};
+      const size_t weight_bytes = static_cast<size_t>(out_features * in) * 2;
+      const std::vector<Tensor> weights = rotated_weights(random, shape);
+      const int copies = static_cast<int>(weights.size()), launches = std::max(kBatch, copies);
+      const Tensor x = random.bf16({row_counts.back(), in}, 0.0f, 1.0f);
+      Allocation out = backend.allocate(name == "lm_head" ? DType::kF32 : DType::kBF16, {row_counts.back(), out_features});
+      auto time_path = [&](LinearPath path, int64_t rows_m) {
+        return time_per_launch_us(backend, launches, [&](int i) {
+          backend.linear_with(path, x.rows(0, rows_m), weights[i % copies], nullptr, out.tensor.rows(0, rows_m));
+        });
+      };
+      auto pct = [&](double us) { return 100 * (weight_bytes / (us * 1e-6) / 1e9) / copy_gbps; };
+      const double ours = time_path(LinearPath::kSmallN, 16);
+      const double read_us = time_per_launch_us(backend, launches, [&](int i) {
+        launch_read_only(weights[i % copies].data, static_cast<int64_t>(weight_bytes),
+                         static_cast<unsigned*>(sink.tensor.data), backend.stream());
+      });
+      std::string cublas_text;
+      nlohmann::json cublas = nlohmann::json::object();
+      for (const int64_t rows_m : row_counts) {
+        const double us = time_path(LinearPath::kCublasLt, rows_m);
+        cublas_text += fmt::format("{}{:.1f} ({:.0f}%)", cublas_text.empty() ? "" : " / ", us, pct(us));
+        cublas[std::to_string(rows_m)] = us;
+      }
+      fmt::print("{:<14} {:<12} {:>6} {:>6} | {:>5.1f} ({:>3.0f}%) | {} | {:>5.1f} ({:.0f}%)\n", m.name, name,
+                 out_features, in, ours, pct(ours), cublas_text, read_us, pct(read_us));
+      rows.push_back({{"model", m.name}, {"matmul", name}, {"out", out_features}, {"in", in}, {"ours_m16_us", ours},
+                      {"cublaslt_us", cublas}, {"read_only_us", read_us}});
+    }
+  }
+  return rows;
+}
+
 // The MLP's first half as the model runs it (Backend::linear_silu_mul): the gated streamed kernel
 // (one launch) against the two steps it replaces (the streamed gate/up span, then silu_mul) and
 // against cuBLASLt's two GEMMs then silu_mul.
@@ -582,7 +630,7 @@ const std::vector<std::string>& kernel_benchmark_tables() {
   static const std::vector<std::string> tables = {"linear",       "gated_mlp",    "residual_stream",
                                                   "streamed_k_slices", "streamed_blocks_per_sm", "direct_warps",
                                                   "decode_step", "streamed_timeline", "phase_boundaries",
-                                                  "gemv_chain"};
+                                                  "gemv_chain", "linear_rows"};
   return tables;
 }
 
@@ -606,6 +654,7 @@ int run_kernel_benchmarks(const std::string& json_out, const std::string& attent
   result["device"] = prop.name;
   result["copy_gbps"] = copy_gbps;
   if (wanted("linear")) result["linear"] = bench_linears(backend, copy_gbps);
+  if (wanted("linear_rows")) result["linear_rows"] = bench_linear_rows(backend, copy_gbps);
   if (wanted("gated_mlp")) result["gated_mlp"] = bench_gated_mlp(backend, copy_gbps);
   if (wanted("residual_stream")) result["residual_stream"] = bench_residual_stream(backend);
   if (wanted("streamed_k_slices")) result["streamed_k_slices"] = bench_streamed_k_slices(backend);
