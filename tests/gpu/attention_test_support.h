@@ -218,6 +218,13 @@ inline void expect_matches_cpu(const Step& s, const std::vector<uint16_t>& gpu, 
   EXPECT_EQ(written, 0u) << s.cfg.label() << ": elements of rows owned by no request were written";
 }
 
+// Step s on a fresh `backend` attention backend sized for cfg, checked against the CPU oracle
+// (expect_matches_cpu).
+inline void expect_backend_matches_cpu(const char* backend, const Config& cfg, const Step& s) {
+  auto attention = make_attention_backend(backend, limits_for(cfg));
+  expect_matches_cpu(s, run_gpu(*attention, s, to_device(s)), run_cpu(s));
+}
+
 // Bitwise comparison of the rows of request r in two outputs (possibly of different batches).
 inline size_t differing_elements(const Step& a, const std::vector<uint16_t>& out_a, int ra, const Step& b,
                                  const std::vector<uint16_t>& out_b, int rb) {

@@ -55,8 +55,7 @@ TEST(AttentionFlash, MixedPrefillAndDecodeMatchCpu) {
   std::mt19937 rng(1);
   for (const Config& cfg : all_configs()) {
     const Step s = make_step(cfg, mixed_batch(), rng);
-    auto backend = make_attention_backend("flash", limits_for(cfg));
-    expect_matches_cpu(s, run_gpu(*backend, s, to_device(s)), run_cpu(s));
+    expect_backend_matches_cpu("flash", cfg, s);
   }
 }
 
@@ -65,8 +64,7 @@ TEST(AttentionFlash, DecodeContextsMatchCpu) {
   std::mt19937 rng(2);
   for (const Config& cfg : all_configs()) {
     const Step s = make_step(cfg, uniform_batch(1, kDecodeContexts), rng);
-    auto backend = make_attention_backend("flash", limits_for(cfg));
-    expect_matches_cpu(s, run_gpu(*backend, s, to_device(s)), run_cpu(s));
+    expect_backend_matches_cpu("flash", cfg, s);
   }
 }
 
@@ -76,8 +74,7 @@ TEST(AttentionFlash, LargerBlockSizesMatchCpu) {
   for (int block : {32, 48, 256}) {
     const Config cfg{128, 2, 4, block};
     const Step s = make_step(cfg, mixed_batch(), rng);
-    auto backend = make_attention_backend("flash", limits_for(cfg));
-    expect_matches_cpu(s, run_gpu(*backend, s, to_device(s)), run_cpu(s));
+    expect_backend_matches_cpu("flash", cfg, s);
   }
 }
 
@@ -87,8 +84,7 @@ TEST(AttentionFlash, PaddedBatchWritesOnlyOwnedRows) {
   for (const Config& cfg : all_configs()) {
     // 6 real requests padded to 16; 70 extra query rows owned by nobody.
     const Step s = make_step(cfg, {{1, 100}, {37, 37}, {1, 4096}, {130, 300}, {1, 1}, {3, 65}}, rng, 16, 173 + 70);
-    auto backend = make_attention_backend("flash", limits_for(cfg));
-    expect_matches_cpu(s, run_gpu(*backend, s, to_device(s)), run_cpu(s));
+    expect_backend_matches_cpu("flash", cfg, s);
   }
 }
 

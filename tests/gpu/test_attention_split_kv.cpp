@@ -33,8 +33,7 @@ TEST(AttentionSplitKv, DecodeContextsMatchCpu) {
   std::mt19937 rng(21);
   for (const Config& cfg : all_configs()) {
     const Step s = make_step(cfg, uniform_batch(1, kDecodeContexts), rng);
-    auto backend = make_attention_backend("split_kv", limits_for(cfg));
-    expect_matches_cpu(s, run_gpu(*backend, s, to_device(s)), run_cpu(s));
+    expect_backend_matches_cpu("split_kv", cfg, s);
   }
 }
 
@@ -45,8 +44,7 @@ TEST(AttentionSplitKv, UniformQueryLengthsUpToFourMatchCpu) {
     for (int query_len : {2, 3, 4}) {
       const Step s = make_step(cfg, uniform_batch(query_len, {4, 15, 16, 17, 63, 64, 65, 129, 300, 1000, 4096, 9000}),
                                rng);
-      auto backend = make_attention_backend("split_kv", limits_for(cfg));
-      expect_matches_cpu(s, run_gpu(*backend, s, to_device(s)), run_cpu(s));
+      expect_backend_matches_cpu("split_kv", cfg, s);
     }
 }
 
@@ -56,8 +54,7 @@ TEST(AttentionSplitKv, LargerBlockSizesMatchCpu) {
   for (int block : {32, 48, 256}) {
     const Config cfg{128, 2, 4, block};
     const Step s = make_step(cfg, uniform_batch(1, kDecodeContexts), rng);
-    auto backend = make_attention_backend("split_kv", limits_for(cfg));
-    expect_matches_cpu(s, run_gpu(*backend, s, to_device(s)), run_cpu(s));
+    expect_backend_matches_cpu("split_kv", cfg, s);
   }
 }
 
@@ -67,7 +64,7 @@ TEST(AttentionSplitKv, PaddedBatchWritesOnlyOwnedRows) {
   for (const Config& cfg : all_configs()) {
     // 5 real decodes padded to 8 requests and 8 rows: 3 padded requests, 3 unowned rows.
     const Step s = make_step(cfg, uniform_batch(1, {1, 17, 300, 4096, 20000}), rng, 8, 8);
-    auto backend = make_attention_backend("split_kv", limits_for(cfg));
+    auto backend = make_attention_backend("split_kv", limits_for(cfg));  // one backend for both steps
     expect_matches_cpu(s, run_gpu(*backend, s, to_device(s)), run_cpu(s));
     // q_len 2: 4 real requests padded to 8 (rows 8..15 unowned).
     const Step s2 = make_step(cfg, uniform_batch(2, {2, 129, 1000, 5000}), rng, 8, 16);

@@ -129,6 +129,33 @@ std::vector<Tensor> rotated_weights(RandomTensors& random, const LinearShape& sh
   return weights;
 }
 
+// One decode weight as the matmul tables time it: its rotated copies, `rows` random token rows and
+// an output for as many (F32 for the LM head, as the model runs it), and the time of reading the
+// weight alone (a kernel whose reads never wait: an upper limit at this size).
+struct WeightBench {
+  std::vector<Tensor> weights;
+  int launches;  // per timed graph replay
+  size_t weight_bytes;
+  Tensor x;
+  Allocation out;
+  double read_us;
+};
+
+WeightBench weight_bench(CudaBackend& backend, RandomTensors& random, const LinearShape& shape, int64_t rows,
+                         unsigned* sink) {
+  WeightBench b;
+  b.weights = rotated_weights(random, shape);
+  const int copies = static_cast<int>(b.weights.size());
+  b.launches = std::max(kBatch, copies);
+  b.weight_bytes = static_cast<size_t>(shape.out_features * shape.in) * 2;
+  b.x = random.bf16({rows, shape.in}, 0.0f, 1.0f);
+  b.out = backend.allocate(shape.name == "lm_head" ? DType::kF32 : DType::kBF16, {rows, shape.out_features});
+  b.read_us = time_per_launch_us(backend, b.launches, [&](int i) {
+    launch_read_only(b.weights[i % copies].data, static_cast<int64_t>(b.weight_bytes), sink, backend.stream());
+  });
+  return b;
+}
+
 // A kernel setting swept over the decode shapes (the LM heads only where with_lm_heads), at M = 1
 // and 16: the measurement behind a setting's rule.
 struct SettingSweep {
@@ -257,17 +284,10 @@ nlohmann::json bench_linears(CudaBackend& backend, double copy_gbps) {
     for (const LinearShape& shape : decode_linears(m)) {
       const auto& [name, out_features, in] = shape;
       RandomTensors random{backend};
-      const size_t weight_bytes = static_cast<size_t>(out_features * in) * 2;
-      const std::vector<Tensor> weights = rotated_weights(random, shape);
+      const WeightBench b = weight_bench(backend, random, shape, 16, static_cast<unsigned*>(sink.tensor.data));
+      const auto& [weights, launches, weight_bytes, x, out, read_us] = b;
       const int copies = static_cast<int>(weights.size());
-      const Tensor x = random.bf16({16, in}, 0.0f, 1.0f);
-      const DType out_dtype = name == "lm_head" ? DType::kF32 : DType::kBF16;
-      Allocation out = backend.allocate(out_dtype, {16, out_features});
       const bool streamed = cuda::prefers_streamed_linear(out_features, in, backend.sm_count());
-      const double read_us = time_per_launch_us(backend, std::max(kBatch, copies), [&](int i) {
-        launch_read_only(weights[i % copies].data, static_cast<int64_t>(weight_bytes),
-                         static_cast<unsigned*>(sink.tensor.data), backend.stream());
-      });
       const double read_pct = 100 * (weight_bytes / (read_us * 1e-6) / 1e9) / copy_gbps;
       for (int64_t rows_m : {1, 4, 16}) {
         constexpr int kPaths = 3;
@@ -275,7 +295,7 @@ nlohmann::json bench_linears(CudaBackend& backend, double copy_gbps) {
                                           LinearPath::kCublasLt};
         double us[kPaths], pct[kPaths];
         for (int p = 0; p < kPaths; ++p) {
-          us[p] = time_per_launch_us(backend, std::max(kBatch, copies), [&](int i) {
+          us[p] = time_per_launch_us(backend, launches, [&](int i) {
             backend.linear_with(paths[p], x.rows(0, rows_m), weights[i % copies], nullptr, out.tensor.rows(0, rows_m));
           });
           pct[p] = 100 * (weight_bytes / (us[p] * 1e-6) / 1e9) / copy_gbps;
@@ -314,11 +334,10 @@ nlohmann::json bench_linear_rows(CudaBackend& backend, double copy_gbps) {
     for (const LinearShape& shape : decode_linears(m)) {
       const auto& [name, out_features, in] = shape;
       RandomTensors random{backend};
-      const size_t weight_bytes = static_cast<size_t>(out_features * in) * 2;
-      const std::vector<Tensor> weights = rotated_weights(random, shape);
-      const int copies = static_cast<int>(weights.size()), launches = std::max(kBatch, copies);
-      const Tensor x = random.bf16({row_counts.back(), in}, 0.0f, 1.0f);
-      Allocation out = backend.allocate(name == "lm_head" ? DType::kF32 : DType::kBF16, {row_counts.back(), out_features});
+      const WeightBench b =
+          weight_bench(backend, random, shape, row_counts.back(), static_cast<unsigned*>(sink.tensor.data));
+      const auto& [weights, launches, weight_bytes, x, out, read_us] = b;
+      const int copies = static_cast<int>(weights.size());
       auto time_path = [&](LinearPath path, int64_t rows_m) {
         return time_per_launch_us(backend, launches, [&](int i) {
           backend.linear_with(path, x.rows(0, rows_m), weights[i % copies], nullptr, out.tensor.rows(0, rows_m));
@@ -326,10 +345,6 @@ nlohmann::json bench_linear_rows(CudaBackend& backend, double copy_gbps) {
       };
       auto pct = [&](double us) { return 100 * (weight_bytes / (us * 1e-6) / 1e9) / copy_gbps; };
       const double ours = time_path(LinearPath::kSmallN, 16);
-      const double read_us = time_per_launch_us(backend, launches, [&](int i) {
-        launch_read_only(weights[i % copies].data, static_cast<int64_t>(weight_bytes),
-                         static_cast<unsigned*>(sink.tensor.data), backend.stream());
-      });
       std::string cublas_text;
       nlohmann::json cublas = nlohmann::json::object();
       for (const int64_t rows_m : row_counts) {
