@@ -145,7 +145,9 @@ class Backend {
   // up_out, then silu_mul of them into out. gate and up [I, in], gate_out, up_out and out [n, I].
   // A backend may run the three as one kernel where the gate and up weights lie back to back (as
   // linear_group may); out then has the bits of the three steps, and gate_out and up_out are
-  // scratch it may leave unwritten.
+  // scratch it may leave unwritten. Where up_out also follows gate_out in memory, the two are one
+  // scratch of [n, 2I] that a backend may run the gate/up span into as one matmul; out then has
+  // the bits of that matmul's halves through silu_mul.
   virtual void linear_silu_mul(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
                                const Tensor& up_out, const Tensor& out) {
     linear_group(x, {{&gate, nullptr, gate_out}, {&up, nullptr, up_out}});
@@ -172,11 +174,15 @@ class Backend {
   // The attention block's first steps in a model without q/k norms: rms_norm_linear_group into
   // the q, k and v parts (in that order), then rope_and_cache_write of them. A backend may run
   // both as one kernel: q, k, v and the cache then hold what the two steps leave there, and
-  // normed is scratch.
+  // normed is scratch. span is scratch too: [n, q + 2 kv] (or undefined), apart from q, k and v,
+  // for a backend that runs the parts as one matmul into it and RoPE from its columns; q, k, v
+  // and the cache then hold the bits of those steps.
   virtual void rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& norm_weight, float eps,
-                                             const Tensor& normed, const std::vector<LinearPart>& qkv,
-                                             const Tensor& positions, const Tensor& slot_mapping,
-                                             const Tensor& rope_cos_sin, const KvCacheLayer& cache) {
+                                             const Tensor& normed, const Tensor& span,
+                                             const std::vector<LinearPart>& qkv, const Tensor& positions,
+                                             const Tensor& slot_mapping, const Tensor& rope_cos_sin,
+                                             const KvCacheLayer& cache) {
+    (void)span;
     FG_CHECK(qkv.size() == 3, "rms_norm_qkv_rope_cache_write takes the q, k and v parts, got {} parts", qkv.size());
     rms_norm_linear_group(x, norm_weight, eps, normed, qkv);
     rope_and_cache_write(qkv[0].out, qkv[1].out, qkv[2].out, positions, slot_mapping, rope_cos_sin, cache);

@@ -1,6 +1,7 @@
 // model/llama_model.cpp — the layer loop.
 #include "model/llama_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -49,8 +50,7 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, Backend& backen
   v_ = backend.allocate(act, {T, c.kv_size()});
   attn_out_ = backend.allocate(act, {T, c.q_size()});
   proj_out_ = backend.allocate(act, {T, c.hidden_size});
-  gate_ = backend.allocate(act, {T, c.intermediate_size});
-  up_ = backend.allocate(act, {T, c.intermediate_size});
+  span_ = backend.allocate(act, {T, std::max(2 * c.intermediate_size, c.q_size() + 2 * c.kv_size())});
   mlp_act_ = backend.allocate(act, {T, c.intermediate_size});
   selected_ = backend.allocate(act, {max_logits, c.hidden_size});
   selected_normed_ = backend.allocate(act, {max_logits, c.hidden_size});
@@ -58,13 +58,24 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, Backend& backen
 }
 
 void LlamaModel::fill_activations(uint8_t byte) {
-  for (const Allocation* a : {&residual_, &normed_, &q_, &k_, &v_, &attn_out_, &proj_out_, &gate_, &up_, &mlp_act_,
+  for (const Allocation* a : {&residual_, &normed_, &q_, &k_, &v_, &attn_out_, &proj_out_, &span_, &mlp_act_,
                               &selected_, &selected_normed_, &logits_}) {
     const std::vector<uint8_t> bytes(a->tensor.nbytes(), byte);
     backend_.copy_from_host(a->tensor, bytes.data());
   }
   backend_.synchronize();
 }
+
+namespace {
+
+// A [rows, width] tensor of the elements [offset, offset + rows * width) of a buffer.
+Tensor packed_rows(const Tensor& buffer, int64_t offset, int64_t rows, int64_t width) {
+  FG_ASSERT(offset >= 0 && offset + rows * width <= buffer.numel());
+  return Tensor(static_cast<char*>(buffer.data) + static_cast<size_t>(offset) * dtype_size(buffer.dtype),
+                buffer.dtype, {rows, width}, buffer.device);
+}
+
+}  // namespace
 
 Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
   const ModelConfig& c = config_;
@@ -82,7 +93,10 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
   const Tensor q = q_.tensor.rows(0, n), k = k_.tensor.rows(0, n), v = v_.tensor.rows(0, n);
   const Tensor attn_out = attn_out_.tensor.rows(0, n);
   const Tensor proj_out = proj_out_.tensor.rows(0, n);
-  const Tensor gate = gate_.tensor.rows(0, n), up = up_.tensor.rows(0, n), mlp_act = mlp_act_.tensor.rows(0, n);
+  const Tensor mlp_act = mlp_act_.tensor.rows(0, n);
+  const int64_t I = c.intermediate_size;
+  const Tensor gate = packed_rows(span_.tensor, 0, n, I), up = packed_rows(span_.tensor, n * I, n, I);
+  const Tensor qkv_span = packed_rows(span_.tensor, 0, n, c.q_size() + 2 * c.kv_size());
 
   // The residual stream meets the matmuls in four ops per layer, which a backend may fuse into
   // them: the norm before a block into its first matmul, the block's residual add into its last.
@@ -102,8 +116,8 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
       b.head_rms_norm(k, w.k_norm, eps);
       b.rope_and_cache_write(q, k, v, step.positions, step.slot_mapping, rope_cos_sin_.tensor, kv.layers[l]);
     } else {
-      b.rms_norm_qkv_rope_cache_write(residual, w.input_norm, eps, normed, qkv, step.positions, step.slot_mapping,
-                                      rope_cos_sin_.tensor, kv.layers[l]);
+      b.rms_norm_qkv_rope_cache_write(residual, w.input_norm, eps, normed, qkv_span, qkv, step.positions,
+                                      step.slot_mapping, rope_cos_sin_.tensor, kv.layers[l]);
     }
     b.attention(q, kv.layers[l], step.attention, attention_scale_, attn_out);
     b.linear_residual_add(attn_out, w.o_proj, proj_out, residual);

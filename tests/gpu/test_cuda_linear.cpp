@@ -332,6 +332,55 @@ TEST(CudaKernelsLinear, GatedLinearHasTheBitsOfGroupedLinearThenSiluMul) {
   }
 }
 
+// linear_silu_mul past the small-n rows (cuBLASLt) where up_out follows gate_out in memory: one
+// GEMM of the gate/up span into the two as one [n, 2I] scratch, then silu_mul of its halves. Its
+// output has the bits of a linear over the span's weight whose halves then go through silu_mul,
+// and matches the CPU; n in two cuBLASLt buckets.
+TEST(CudaKernelsLinear, GateUpSpanPastSmallNHasTheBitsOfOneGemmThenSiluMul) {
+  FG_REQUIRE_GPU();
+  Env e;
+  for (const GatedCase& c : gated_cases()) {
+    const int64_t inter = c.intermediate;
+    Bf16Values w = e.random(2 * inter * c.in, 1.0f / std::sqrt(static_cast<float>(c.in)));
+    const Tensor span_w = e.bf16(w, {2 * inter, c.in});
+    const Tensor gate_w = span_w.rows(0, inter), up_w = span_w.rows(inter, inter);
+    for (int64_t n : {17, 40}) {
+      const std::string what = fmt::format("intermediate {}, in {}, n {}", inter, c.in, n);
+      Bf16Values x = e.random(n * c.in);
+      const Tensor x_gpu = e.bf16(x, {n, c.in});
+      const Tensor scratch = e.poisoned(DType::kBF16, {2 * n, inter});  // gate_out, then up_out
+      const Tensor fused = e.poisoned(DType::kBF16, {n, inter});
+      e.gpu.linear_silu_mul(x_gpu, gate_w, up_w, scratch.rows(0, n), scratch.rows(n, n), fused);
+
+      const Tensor span_out = e.poisoned(DType::kBF16, {n, 2 * inter});
+      e.gpu.linear(x_gpu, span_w, nullptr, span_out);
+      const auto bits = gpu_test::download<uint16_t>(span_out);
+      std::vector<uint16_t> gate_bits, up_bits;
+      for (int64_t t = 0; t < n; ++t) {
+        const auto row = bits.begin() + t * 2 * inter;
+        gate_bits.insert(gate_bits.end(), row, row + inter);
+        up_bits.insert(up_bits.end(), row + inter, row + 2 * inter);
+      }
+      const Tensor gate = e.alloc(DType::kBF16, {n, inter}), up = e.alloc(DType::kBF16, {n, inter});
+      gpu_test::upload(gate, gate_bits);
+      gpu_test::upload(up, up_bits);
+      const Tensor stepwise = e.poisoned(DType::kBF16, {n, inter});
+      e.gpu.silu_mul(gate, up, stepwise);
+      const std::vector<float> fused_values = floats(fused);
+      EXPECT_EQ(fused_values, floats(stepwise)) << what;
+
+      std::vector<float> gate_ref(n * inter), up_ref(n * inter), ref(n * inter);
+      std::vector<uint16_t> gate_w_bits(w.bits.begin(), w.bits.begin() + inter * c.in),
+          up_w_bits(w.bits.begin() + inter * c.in, w.bits.end());
+      e.cpu.linear(host(x.values, {n, c.in}), host_bf16(gate_w_bits, {inter, c.in}), nullptr,
+                   host(gate_ref, {n, inter}));
+      e.cpu.linear(host(x.values, {n, c.in}), host_bf16(up_w_bits, {inter, c.in}), nullptr, host(up_ref, {n, inter}));
+      e.cpu.silu_mul(host(gate_ref, {n, inter}), host(up_ref, {n, inter}), host(ref, {n, inter}));
+      EXPECT_LE(relative_error(fused_values, ref), kTolerance) << what;
+    }
+  }
+}
+
 // Graph == eager (DESIGN.md rule 7): the rows of an n-row linear are bit-identical to the same
 // rows of a linear over the whole bucket that holds n (what a graph captured at the bucket's size
 // computes), for the small-n kernel and for cuBLASLt.

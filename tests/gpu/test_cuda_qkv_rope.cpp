@@ -3,9 +3,12 @@
 // launch (qkv_rope.h); where it streams, the norm kernel then one streamed launch. Either must
 // leave q, k, v and both caches with the bits of the two steps it replaces (Backend's default:
 // rms_norm_linear_group, then rope_and_cache_write), and match the CPU oracle running the same
-// steps. Shapes: head_dim 64 and 128, GQA ratios 1, 3, 4 and 8, with and without biases, n across
-// the 8-row halves of the tensor-core tile; some tokens padded (slot -1), whose slots must keep
-// the poison; n > 16 takes the steps.
+// steps. Past 16 rows (cuBLASLt), given a span scratch, the norm, one GEMM of the whole span into
+// it and RoPE from its columns: the bits of rms_norm, linear over the span's weight, then
+// rope_and_cache_write of its columns; without a span, the steps. Shapes: head_dim 64 and 128,
+// GQA ratios 1, 3, 4 and 8, with and without biases, n across the 8-row halves of the tensor-core
+// tile and into two cuBLASLt buckets; some tokens padded (slot -1), whose slots must keep the
+// poison.
 //
 // Tolerance: relative error <= 1e-2, as gpu_test_support.h explains; the fused launch against the
 // steps is exact.
@@ -68,7 +71,7 @@ TEST(CudaQkvRope, OneLaunchHasTheBitsOfTheStepsAndMatchesCpu) {
     const Tensor table_gpu = e.device(DType::kF32, table, {max_positions, c.head_dim});
 
     for (bool with_bias : {false, true}) {
-      for (int64_t n : {1, 5, 8, 9, 16, 17}) {
+      for (int64_t n : {1, 5, 8, 9, 16, 17, 40}) {
         const std::string what = fmt::format("in {}, heads {}/{}, hd {}, n {}{}", c.in, c.heads, c.kv_heads,
                                              c.head_dim, n, with_bias ? ", bias" : "");
         const int64_t num_blocks = 2 + (n + block_size - 1) / block_size, slots = num_blocks * block_size;
@@ -79,31 +82,57 @@ TEST(CudaQkvRope, OneLaunchHasTheBitsOfTheStepsAndMatchesCpu) {
         const Tensor positions_gpu = e.device(DType::kI32, positions, {n});
         const Tensor slots_gpu = e.device(DType::kI64, slot_mapping, {n});
 
-        auto run = [&](bool fused) {
+        // The op (with or without a span scratch), Backend's default steps, and what the span path
+        // stands for: the norm, one linear over the span's weight, then RoPE of its columns (copied
+        // apart on the host) in place.
+        enum class Mode { kOp, kOpWithoutSpan, kDefaultSteps, kSpanSteps };
+        auto run = [&](Mode mode) {
           QkvRun r = poisoned_run(e, n, c, num_blocks, block_size);
           const std::vector<LinearPart> qkv = {{&part_w[0], with_bias ? &part_b[0] : nullptr, r.q},
                                                {&part_w[1], with_bias ? &part_b[1] : nullptr, r.k},
                                                {&part_w[2], with_bias ? &part_b[2] : nullptr, r.v}};
-          if (fused) {
-            EXPECT_EQ(e.gpu.fuses_qkv_rope(n, qkv), n <= 16) << what;
-            e.gpu.rms_norm_qkv_rope_cache_write(x_gpu, g_gpu, 1e-5f, r.normed, qkv, positions_gpu, slots_gpu,
-                                                table_gpu, {r.k_cache, r.v_cache});
+          const Tensor span_out = e.poisoned(DType::kBF16, {n, rows});
+          const KvCacheLayer cache{r.k_cache, r.v_cache};
+          if (mode == Mode::kSpanSteps) {
+            e.gpu.rms_norm(x_gpu, g_gpu, 1e-5f, r.normed);
+            e.gpu.linear(r.normed, span_gpu, with_bias ? &bias_gpu : nullptr, span_out);
+            const auto bits = gpu_test::download<uint16_t>(span_out);
+            std::vector<uint16_t> q_bits, k_bits, v_bits;
+            for (int64_t t = 0; t < n; ++t) {
+              const auto row = bits.begin() + t * rows;
+              q_bits.insert(q_bits.end(), row, row + q_size);
+              k_bits.insert(k_bits.end(), row + q_size, row + q_size + kv_size);
+              v_bits.insert(v_bits.end(), row + q_size + kv_size, row + rows);
+            }
+            gpu_test::upload(r.q, q_bits);
+            gpu_test::upload(r.k, k_bits);
+            gpu_test::upload(r.v, v_bits);
+            e.gpu.rope_and_cache_write(r.q, r.k, r.v, positions_gpu, slots_gpu, table_gpu, cache);
+          } else if (mode == Mode::kDefaultSteps) {
+            e.gpu.Backend::rms_norm_qkv_rope_cache_write(x_gpu, g_gpu, 1e-5f, r.normed, Tensor(), qkv, positions_gpu,
+                                                         slots_gpu, table_gpu, cache);
           } else {
-            e.gpu.Backend::rms_norm_qkv_rope_cache_write(x_gpu, g_gpu, 1e-5f, r.normed, qkv, positions_gpu, slots_gpu,
-                                                         table_gpu, {r.k_cache, r.v_cache});
+            EXPECT_EQ(e.gpu.fuses_qkv_rope(n, qkv), n <= 16) << what;
+            e.gpu.rms_norm_qkv_rope_cache_write(x_gpu, g_gpu, 1e-5f, r.normed,
+                                                mode == Mode::kOp ? span_out : Tensor(), qkv, positions_gpu, slots_gpu,
+                                                table_gpu, cache);
           }
           return r;
         };
-        const QkvRun one = run(true), steps = run(false);
-        for (const auto& [got, want, name] : {std::tuple{one.q, steps.q, "q"}, {one.k, steps.k, "k"},
-                                              {one.v, steps.v, "v"}, {one.k_cache, steps.k_cache, "k cache"},
-                                              {one.v_cache, steps.v_cache, "v cache"}})
-        {
-          const auto a = gpu_test::download<uint16_t>(got), b = gpu_test::download<uint16_t>(want);
-          int64_t differ = 0;
-          for (size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
-          EXPECT_EQ(differ, 0) << what << ": elements of " << name << " whose bits differ from the steps'";
-        }
+        auto expect_same_bits = [&](const QkvRun& one, const QkvRun& steps, const std::string& how) {
+          for (const auto& [got, want, name] : {std::tuple{one.q, steps.q, "q"}, {one.k, steps.k, "k"},
+                                                {one.v, steps.v, "v"}, {one.k_cache, steps.k_cache, "k cache"},
+                                                {one.v_cache, steps.v_cache, "v cache"}})
+          {
+            const auto a = gpu_test::download<uint16_t>(got), b = gpu_test::download<uint16_t>(want);
+            int64_t differ = 0;
+            for (size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
+            EXPECT_EQ(differ, 0) << what << how << ": elements of " << name << " whose bits differ from the steps'";
+          }
+        };
+        const QkvRun one = run(Mode::kOp);
+        expect_same_bits(one, run(n > 16 ? Mode::kSpanSteps : Mode::kDefaultSteps), "");
+        if (n > 16) expect_same_bits(run(Mode::kOpWithoutSpan), run(Mode::kDefaultSteps), ", without a span");
 
         // Only the slots of unpadded tokens were written.
         const auto k_cache = gpu_test::download<uint16_t>(one.k_cache);

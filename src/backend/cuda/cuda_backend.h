@@ -104,7 +104,8 @@ class CudaBackend final : public Backend {
                  const Tensor& out) override;
   void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override;
   // One streamed launch where the gate and up weights form a span the gated streamed kernel takes
-  // and n is a small-n row count; otherwise the three steps (cuda_linear.cpp).
+  // and n is a small-n row count; on cuBLASLt, where up_out follows gate_out, one GEMM of the
+  // span into them and silu_mul of its halves; otherwise the three steps (cuda_linear.cpp).
   void linear_silu_mul(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
                        const Tensor& up_out, const Tensor& out) override;
   // The norm and the residual add inside the small-n matmuls where n is a small-n row count (not
@@ -124,8 +125,11 @@ class CudaBackend final : public Backend {
   // (qkv_rope.h), with the bits of the two steps: one launch of the direct kernel where the span
   // takes its input norm (see above); the norm kernel then one streamed launch where the span
   // streams unsplit. Otherwise the two steps.
+  // On cuBLASLt (n > 16, not batch invariant) where span is given: the norm kernel, one GEMM of
+  // the q/k/v span into span, then RoPE and the cache write from its columns (three launches
+  // where the steps take five).
   void rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
-                                     const std::vector<LinearPart>& qkv, const Tensor& positions,
+                                     const Tensor& span, const std::vector<LinearPart>& qkv, const Tensor& positions,
                                      const Tensor& slot_mapping, const Tensor& rope_cos_sin,
                                      const KvCacheLayer& cache) override;
   // Whether rms_norm_qkv_rope_cache_write of n rows over these parts runs as one launch.
@@ -164,6 +168,18 @@ class CudaBackend final : public Backend {
   bool fuses_small_n(int64_t n) const;
   bool takes_input_norm(int64_t out_features, int64_t in) const;
   bool runs_gated(int64_t n, const Tensor& gate, const Tensor& up) const;
+  // The gate/up span as one cuBLASLt GEMM into gate_out and up_out as one [n, 2I] scratch, then
+  // silu_mul of its halves (linear_silu_mul past the small-n rows).
+  bool runs_gate_up_span(int64_t n, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
+                         const Tensor& up_out) const;
+  void run_gate_up_span(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
+                        const Tensor& up_out, const Tensor& out);
+  // The q/k/v span as one cuBLASLt GEMM into `span`, then RoPE from its columns
+  // (rms_norm_qkv_rope_cache_write past the small-n rows).
+  bool runs_qkv_span(int64_t n, const Tensor& span, const std::vector<LinearPart>& qkv) const;
+  void run_qkv_span(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed, const Tensor& span,
+                    const std::vector<LinearPart>& qkv, const Tensor& positions, const Tensor& slot_mapping,
+                    const Tensor& rope_cos_sin, const KvCacheLayer& cache);
   // The gated streamed launch, its input normalized when `norm` is enabled.
   void run_gated(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out, const Tensor& up_out,
                  const Tensor& out, const cuda::InputNorm& norm);

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <climits>
 
+#include "backend/cuda/activation_kernels.h"
 #include "backend/cuda/cublaslt_linear.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/rope_kernels.h"
 #include "backend/cuda/small_n_linear.h"
 #include "backend/cuda/streamed_linear.h"
 #include "backend/cuda/tensor_checks.h"
@@ -41,6 +43,8 @@ void check_linear(const Tensor& x, const Tensor& weight, const Tensor* bias, con
 }
 
 bool has_data(const Tensor* t) { return t != nullptr && t->data != nullptr; }
+
+__nv_bfloat16* bf16_data(const Tensor& t) { return static_cast<__nv_bfloat16*>(t.data); }
 
 // Whether `next` starts where `t` ends in memory.
 bool follows(const Tensor& t, const Tensor& next) {
@@ -87,6 +91,17 @@ cuda::LinearOutputs group_outputs(const Tensor& x, const std::vector<LinearPart>
   return outputs;
 }
 
+// The checks of the gated MLP half (linear_silu_mul) on any path but the default steps.
+void check_gated(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
+                 const Tensor& up_out, const Tensor& out) {
+  check_linear(x, gate, nullptr, gate_out);  // the checks of the plain path, for the same inputs
+  check_linear(x, up, nullptr, up_out);
+  cuda::require(out, DType::kBF16, "linear_silu_mul output");
+  FG_CHECK(out.same_shape({x.dim(0), gate.dim(0)}), "cuda backend: linear_silu_mul of input {} with gate {} into {}",
+           x.shape_string(), gate.shape_string(), out.shape_string());
+  cuda::require_aligned16(out, "linear_silu_mul output");
+}
+
 }  // namespace
 
 void CudaBackend::linear(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out) {
@@ -126,11 +141,15 @@ void CudaBackend::linear_group(const Tensor& x, const std::vector<LinearPart>& p
 
 void CudaBackend::linear_silu_mul(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
                                   const Tensor& up_out, const Tensor& out) {
-  if (!runs_gated(x.dim(0), gate, up)) {
-    Backend::linear_silu_mul(x, gate, up, gate_out, up_out, out);
+  if (runs_gated(x.dim(0), gate, up)) {
+    run_gated(x, gate, up, gate_out, up_out, out, cuda::InputNorm{});
     return;
   }
-  run_gated(x, gate, up, gate_out, up_out, out, cuda::InputNorm{});
+  if (runs_gate_up_span(x.dim(0), gate, up, gate_out, up_out)) {
+    run_gate_up_span(x, gate, up, gate_out, up_out, out);
+    return;
+  }
+  Backend::linear_silu_mul(x, gate, up, gate_out, up_out, out);
 }
 
 void CudaBackend::rms_norm_linear_silu_mul(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
@@ -177,12 +196,17 @@ bool CudaBackend::fuses_qkv_rope(int64_t n, const std::vector<LinearPart>& qkv) 
 }
 
 void CudaBackend::rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& norm_weight, float eps,
-                                                const Tensor& normed, const std::vector<LinearPart>& qkv,
-                                                const Tensor& positions, const Tensor& slot_mapping,
-                                                const Tensor& rope_cos_sin, const KvCacheLayer& cache) {
+                                                const Tensor& normed, const Tensor& span,
+                                                const std::vector<LinearPart>& qkv, const Tensor& positions,
+                                                const Tensor& slot_mapping, const Tensor& rope_cos_sin,
+                                                const KvCacheLayer& cache) {
+  if (x.rank == 2 && runs_qkv_span(x.dim(0), span, qkv)) {
+    run_qkv_span(x, norm_weight, eps, normed, span, qkv, positions, slot_mapping, rope_cos_sin, cache);
+    return;
+  }
   if (x.rank != 2 || !fuses_qkv_rope(x.dim(0), qkv)) {
-    Backend::rms_norm_qkv_rope_cache_write(x, norm_weight, eps, normed, qkv, positions, slot_mapping, rope_cos_sin,
-                                           cache);
+    Backend::rms_norm_qkv_rope_cache_write(x, norm_weight, eps, normed, span, qkv, positions, slot_mapping,
+                                           rope_cos_sin, cache);
     return;
   }
   check_input_norm(x, norm_weight);
@@ -213,6 +237,45 @@ void CudaBackend::rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& n
   rms_norm(x, norm_weight, eps, normed);
   streamed_->run_qkv_rope(static_cast<const __nv_bfloat16*>(normed.data), w16, b16, outputs, rope, n, x.dim(1), rows,
                           stream_);
+}
+
+bool CudaBackend::runs_qkv_span(int64_t n, const Tensor& span, const std::vector<LinearPart>& qkv) const {
+  if (!runs_cublaslt(LinearPath::kAuto, n) || qkv.size() != 3 || !fusable(qkv) || qkv[0].out.dtype != DType::kBF16)
+    return false;
+  int64_t rows = 0;
+  for (const LinearPart& part : qkv) rows += part.weight->dim(0);
+  if (span.data == nullptr || span.dtype != DType::kBF16 || !span.same_shape({n, rows})) return false;
+  // Apart from q, k and v: RoPE reads the span's columns while it writes them.
+  const char* begin = static_cast<const char*>(span.data);
+  const char* end = begin + span.nbytes();
+  return std::none_of(qkv.begin(), qkv.end(), [&](const LinearPart& part) {
+    const char* out = static_cast<const char*>(part.out.data);
+    return out < end && begin < out + part.out.nbytes();
+  });
+}
+
+void CudaBackend::run_qkv_span(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
+                               const Tensor& span, const std::vector<LinearPart>& qkv, const Tensor& positions,
+                               const Tensor& slot_mapping, const Tensor& rope_cos_sin, const KvCacheLayer& cache) {
+  check_input_norm(x, norm_weight);
+  int64_t rows = 0;
+  (void)group_outputs(x, qkv, rows);  // each part checked as its own linear
+  cuda::require_device(span, "q/k/v span");
+  cuda::require_aligned16(span, "q/k/v span");
+  const Tensor &q = qkv[0].out, &k = qkv[1].out, &v = qkv[2].out;
+  const RopeShape r = check_rope_inputs(q, k, v, positions, slot_mapping, rope_cos_sin, cache);
+  const int64_t n = x.dim(0), in = x.dim(1);
+  if (n == 0) return;
+  rms_norm(x, norm_weight, eps, normed);
+  gemm_->run(normed.data, qkv[0].weight->data, has_data(qkv[0].bias) ? qkv[0].bias->data : nullptr, span.data, false,
+             n, in, rows, buckets_.of(n), stream_);
+  const auto* span16 = static_cast<const __nv_bfloat16*>(span.data);
+  cuda::launch_rope_and_cache_write(cuda::RopeSource::span(span16, q.dim(1), k.dim(1)), bf16_data(q),
+                                    bf16_data(k), bf16_data(v), positions.as<const int32_t>(),
+                                    slot_mapping.as<const int64_t>(), rope_cos_sin.as<const float>(),
+                                    bf16_data(cache.k), bf16_data(cache.v), n, static_cast<int>(r.heads),
+                                    static_cast<int>(r.kv_heads), static_cast<int>(r.head_dim), r.max_positions,
+                                    r.slots, stream_);
 }
 
 void CudaBackend::linear_residual_add(const Tensor& x, const Tensor& weight, const Tensor& out,
@@ -257,15 +320,28 @@ bool CudaBackend::runs_gated(int64_t n, const Tensor& gate, const Tensor& up) co
          cuda::gated_linear_applies(gate.dim(0), gate.dim(1), sm_count_);
 }
 
+bool CudaBackend::runs_gate_up_span(int64_t n, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
+                                    const Tensor& up_out) const {
+  return runs_cublaslt(LinearPath::kAuto, n) && gate.rank == 2 && up.same_shape({gate.dim(0), gate.dim(1)}) &&
+         gate.dim(0) % 8 == 0 && follows(gate, up) && gate_out.dtype == DType::kBF16 && follows(gate_out, up_out);
+}
+
+void CudaBackend::run_gate_up_span(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
+                                   const Tensor& up_out, const Tensor& out) {
+  const int64_t n = x.dim(0), intermediate = gate.dim(0);
+  check_gated(x, gate, up, gate_out, up_out, out);
+  if (n == 0) return;
+  // gate_out and up_out, back to back, hold the span's [n, 2I] output: each row's gate then up.
+  gemm_->run(x.data, gate.data, nullptr, gate_out.data, false, n, x.dim(1), 2 * intermediate, buckets_.of(n), stream_);
+  const __nv_bfloat16* span = bf16_data(gate_out);
+  cuda::launch_silu_mul_rows(span, span + intermediate, bf16_data(out), n, intermediate, 2 * intermediate,
+                             stream_);
+}
+
 void CudaBackend::run_gated(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
                             const Tensor& up_out, const Tensor& out, const cuda::InputNorm& norm) {
   const int64_t n = x.dim(0), intermediate = gate.dim(0);
-  check_linear(x, gate, nullptr, gate_out);  // the checks of the plain path, for the same inputs
-  check_linear(x, up, nullptr, up_out);
-  cuda::require(out, DType::kBF16, "linear_silu_mul output");
-  FG_CHECK(out.same_shape({n, intermediate}), "cuda backend: linear_silu_mul of input {} with gate {} into {}",
-           x.shape_string(), gate.shape_string(), out.shape_string());
-  cuda::require_aligned16(out, "linear_silu_mul output");
+  check_gated(x, gate, up, gate_out, up_out, out);
   if (n == 0) return;
   streamed_->run_gated(static_cast<const __nv_bfloat16*>(x.data), static_cast<const __nv_bfloat16*>(gate.data),
                        static_cast<__nv_bfloat16*>(out.data), n, x.dim(1), intermediate, stream_, 0, norm);

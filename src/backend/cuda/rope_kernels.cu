@@ -1,6 +1,7 @@
 // backend/cuda/rope_kernels.cu — RoPE on q and k fused with the paged KV-cache write: one block
-// per token, each thread rotating eight (e, e + hd/2) pairs of one head with 16-byte accesses, and
-// copying rotated k and v into the token's cache slot unless the slot is negative (a padded token:
+// per token, each thread rotating eight (e, e + hd/2) pairs of one head with 16-byte accesses (in
+// place, or from the columns of a q/k/v span into q and k), and copying rotated k and v into the
+// token's cache slot unless the slot is negative (a padded token:
 // DESIGN.md's contract says its slot is -1 and nothing may be written for it). The rotation is
 // rope_rotate (qkv_rope.h), which the q/k/v matmul's fused store shares, so both give the same bits.
 #include "backend/cuda/bf16_vec.cuh"
@@ -13,8 +14,8 @@ namespace fg::cuda {
 
 namespace {
 
-__global__ void __launch_bounds__(256) rope_cache_kernel(bf16* __restrict__ q, bf16* __restrict__ k,
-                                                         const bf16* __restrict__ v,
+// q, k and v may be the source's own rows (in place), so neither side is __restrict__.
+__global__ void __launch_bounds__(256) rope_cache_kernel(RopeSource src, bf16* q, bf16* k, bf16* v,
                                                          const int32_t* __restrict__ positions,
                                                          const int64_t* __restrict__ slot_mapping,
                                                          const float* __restrict__ cos_sin,
@@ -30,6 +31,7 @@ __global__ void __launch_bounds__(256) rope_cache_kernel(bf16* __restrict__ q, b
   const int64_t slot = slot_mapping[token];
   const bool write_cache = slot >= 0 && slot < num_slots;
   const int half = head_dim / 2, chunks = half / 8;  // 8-pair chunks per head
+  const int64_t q_width = static_cast<int64_t>(num_heads) * head_dim;
   const int64_t kv_stride = static_cast<int64_t>(num_kv_heads) * head_dim;
   const float* cos_row = cos_sin + static_cast<int64_t>(pos) * head_dim;
   const float* sin_row = cos_row + half;
@@ -48,11 +50,12 @@ __global__ void __launch_bounds__(256) rope_cache_kernel(bf16* __restrict__ q, b
   for (int item = threadIdx.x; item < rot_items; item += blockDim.x) {
     const int head = item / chunks, e0 = (item % chunks) * 8;
     const bool is_k = head >= num_heads;
-    bf16* base = is_k ? k + token * kv_stride + static_cast<int64_t>(head - num_heads) * head_dim
-                      : q + (token * num_heads + head) * head_dim;
+    const int64_t head_offset = static_cast<int64_t>(is_k ? head - num_heads : head) * head_dim;
+    const bf16* from = is_k ? src.k + token * src.kv_stride + head_offset : src.q + token * src.q_stride + head_offset;
+    bf16* base = is_k ? k + token * kv_stride + head_offset : q + token * q_width + head_offset;
     float a[8], b[8], ra[8], rb[8];
-    unpack_bf16x8(*reinterpret_cast<const uint4*>(base + e0), a);
-    unpack_bf16x8(*reinterpret_cast<const uint4*>(base + half + e0), b);
+    unpack_bf16x8(*reinterpret_cast<const uint4*>(from + e0), a);
+    unpack_bf16x8(*reinterpret_cast<const uint4*>(from + half + e0), b);
     if (item != static_cast<int>(threadIdx.x)) load_cos_sin(e0);
 #pragma unroll
     for (int e = 0; e < 8; ++e) rope_rotate(a[e], b[e], c[e], s[e], ra[e], rb[e]);
@@ -60,29 +63,35 @@ __global__ void __launch_bounds__(256) rope_cache_kernel(bf16* __restrict__ q, b
     *reinterpret_cast<uint4*>(base + e0) = out_a;
     *reinterpret_cast<uint4*>(base + half + e0) = out_b;
     if (is_k && write_cache) {
-      bf16* dst = k_cache + slot * kv_stride + static_cast<int64_t>(head - num_heads) * head_dim;
+      bf16* dst = k_cache + slot * kv_stride + head_offset;
       *reinterpret_cast<uint4*>(dst + e0) = out_a;
       *reinterpret_cast<uint4*>(dst + half + e0) = out_b;
     }
   }
 
-  if (!write_cache) return;
+  const bool copy_v = src.v != v;
+  if (!write_cache && !copy_v) return;
   const int v_vecs = static_cast<int>(kv_stride / 8);
-  const uint4* v_src = reinterpret_cast<const uint4*>(v + token * kv_stride);
-  uint4* v_dst = reinterpret_cast<uint4*>(v_cache + slot * kv_stride);
-  for (int i = threadIdx.x; i < v_vecs; i += blockDim.x) v_dst[i] = v_src[i];
+  const uint4* v_src = reinterpret_cast<const uint4*>(src.v + token * src.kv_stride);
+  uint4* v_out = reinterpret_cast<uint4*>(v + token * kv_stride);
+  uint4* v_dst = write_cache ? reinterpret_cast<uint4*>(v_cache + slot * kv_stride) : nullptr;
+  for (int i = threadIdx.x; i < v_vecs; i += blockDim.x) {
+    const uint4 value = v_src[i];
+    if (copy_v) v_out[i] = value;
+    if (write_cache) v_dst[i] = value;
+  }
 }
 
 }  // namespace
 
-void launch_rope_and_cache_write(bf16* q, bf16* k, const bf16* v, const int32_t* positions,
+void launch_rope_and_cache_write(const RopeSource& src, bf16* q, bf16* k, bf16* v, const int32_t* positions,
                                  const int64_t* slot_mapping, const float* cos_sin, bf16* k_cache, bf16* v_cache,
                                  int64_t n, int num_heads, int num_kv_heads, int head_dim, int64_t max_positions,
                                  int64_t num_slots, cudaStream_t stream) {
   if (n == 0) return;
   const int rot_items = (num_heads + num_kv_heads) * (head_dim / 16);
   const int threads = rot_items >= 256 ? 256 : ((rot_items + 31) / 32) * 32;
-  launch_with_pdl(rope_cache_kernel, dim3(static_cast<unsigned>(n)), dim3(threads), 0, stream, q, k, v, positions,
+  launch_with_pdl(rope_cache_kernel, dim3(static_cast<unsigned>(n)), dim3(threads), 0, stream, src, q, k, v, positions,
                   slot_mapping, cos_sin, k_cache, v_cache, num_heads, num_kv_heads, head_dim,
                   static_cast<int>(max_positions), num_slots);
 }
