@@ -56,7 +56,7 @@ TEST(BackendOps, CpuResidualStreamOpsMatchTheOpsTheyStandFor) {
   std::vector<float> q(n * inter), k(n * inter), q_ref(n * inter), k_ref(n * inter), normed(n * hidden);
   const Tensor wq = host(w_gate, {inter, hidden}), wk = host(w_up, {inter, hidden});
   cpu.rms_norm_linear_group(host(new_residual, {n, hidden}), host(g, {hidden}), 1e-5f, host(normed, {n, hidden}),
-                            {{&wq, nullptr, host(q, {n, inter})}, {&wk, nullptr, host(k, {n, inter})}});
+                            Tensor(), {{&wq, nullptr, host(q, {n, inter})}, {&wk, nullptr, host(k, {n, inter})}});
   cpu.linear(host(new_normed, {n, hidden}), wq, nullptr, host(q_ref, {n, inter}));
   cpu.linear(host(new_normed, {n, hidden}), wk, nullptr, host(k_ref, {n, inter}));
   cpu.synchronize();

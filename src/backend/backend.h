@@ -166,8 +166,12 @@ class Backend {
   // linear_group over rms_norm(x) with norm_weight: the norm into normed (scratch [n, H]), then
   // the parts. A backend that normalizes inside the matmul computes the same function with its
   // roundings elsewhere (bf16 of norm_weight ⊙ x in the dot product, the 1 / rms in fp32 after it).
+  // span is scratch [n, the parts' rows in all] (or undefined), apart from the parts' outputs, for
+  // a backend that runs the parts as one matmul into it and copies them out: the parts then hold
+  // the bits of that matmul's columns.
   virtual void rms_norm_linear_group(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
-                                     const std::vector<LinearPart>& parts) {
+                                     const Tensor& span, const std::vector<LinearPart>& parts) {
+    (void)span;
     rms_norm(x, norm_weight, eps, normed);
     linear_group(normed, parts);
   }
@@ -182,9 +186,8 @@ class Backend {
                                              const std::vector<LinearPart>& qkv, const Tensor& positions,
                                              const Tensor& slot_mapping, const Tensor& rope_cos_sin,
                                              const KvCacheLayer& cache) {
-    (void)span;
     FG_CHECK(qkv.size() == 3, "rms_norm_qkv_rope_cache_write takes the q, k and v parts, got {} parts", qkv.size());
-    rms_norm_linear_group(x, norm_weight, eps, normed, qkv);
+    rms_norm_linear_group(x, norm_weight, eps, normed, span, qkv);
     rope_and_cache_write(qkv[0].out, qkv[1].out, qkv[2].out, positions, slot_mapping, rope_cos_sin, cache);
   }
   // linear_silu_mul over rms_norm(x) with norm_weight, normed as in rms_norm_linear_group.

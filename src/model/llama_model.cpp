@@ -111,7 +111,7 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
                                          {&w.k_proj, c.qkv_bias ? &w.k_bias : nullptr, k},
                                          {&w.v_proj, c.qkv_bias ? &w.v_bias : nullptr, v}};
     if (c.qk_norm) {
-      b.rms_norm_linear_group(residual, w.input_norm, eps, normed, qkv);
+      b.rms_norm_linear_group(residual, w.input_norm, eps, normed, qkv_span, qkv);
       b.head_rms_norm(q, w.q_norm, eps);
       b.head_rms_norm(k, w.k_norm, eps);
       b.rope_and_cache_write(q, k, v, step.positions, step.slot_mapping, rope_cos_sin_.tensor, kv.layers[l]);

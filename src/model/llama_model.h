@@ -51,8 +51,9 @@ class LlamaModel {
   Allocation proj_out_;      // [T, H] output of o_proj and down_proj (scratch where the backend fuses the add)
   // [T, max(2I, q + 2 kv)]: the gate and up outputs of a step of n tokens, back to back (gate the
   // first n * I elements, up the next), so a backend may run the gate/up span into them as one
-  // matmul; also the q/k/v span's scratch (Backend::rms_norm_qkv_rope_cache_write), which is free
-  // then: the MLP of the layer before has used its gate and up.
+  // matmul; also the q/k/v span's scratch (Backend::rms_norm_qkv_rope_cache_write and
+  // rms_norm_linear_group), which is free then: the MLP of the layer before has used its gate and
+  // up.
   Allocation span_;
   Allocation mlp_act_;       // [T, I]
   Allocation selected_;         // [max_logits, H] residual rows that produce logits

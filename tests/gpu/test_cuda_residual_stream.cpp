@@ -110,8 +110,10 @@ std::vector<std::vector<float>> normed_group_ref(Env& e, Bf16Values& x, Bf16Valu
 
 // rms_norm_linear_group: the norm inside the matmul where the weights take the direct kernel (the
 // q/k/v-like group), the two steps elsewhere (the streamed kernel, unsplit with a partial chunk of
-// k and partial passes, and in slices of k; n > 16 on cuBLASLt). Against the CPU, with and without biases, and each row with the same bits
-// at every n (DESIGN.md rule 7).
+// k and partial passes, and in slices of k; n > 16 on cuBLASLt). Against the CPU, with and without
+// biases, and each row with the same bits at every n (DESIGN.md rule 7). Past 16 rows with a span
+// scratch: the norm, one GEMM of the whole span into it and a copy of its columns, whose parts
+// have the bits of rms_norm and one linear over the span's weight.
 TEST(CudaResidualStream, RmsNormLinearGroupMatchesCpu) {
   FG_REQUIRE_GPU();
   Env e;
@@ -159,13 +161,35 @@ TEST(CudaResidualStream, RmsNormLinearGroupMatchesCpu) {
         for (size_t p = 0; p < c.rows.size(); ++p)
           parts.push_back({&part_w[p], with_bias ? &part_b[p] : nullptr, e.poisoned(DType::kBF16, {n, c.rows[p]})});
         const Tensor normed = e.poisoned(DType::kBF16, {n, c.in});
-        e.gpu.rms_norm_linear_group(x_gpu.rows(0, n), g_gpu, 1e-5f, normed, parts);
+        e.gpu.rms_norm_linear_group(x_gpu.rows(0, n), g_gpu, 1e-5f, normed, Tensor(), parts);
         EXPECT_EQ(all_poison(normed), c.fused && n <= 16) << what << ": the norm kernel ran or did not as expected";
         for (size_t p = 0; p < c.rows.size(); ++p) {
           const std::vector<float> got = floats(parts[p].out);
           EXPECT_LE(relative_error(got, slice(ref[p], 0, got.size())), kTolerance) << what << ", part " << p;
           if (n == 16) at16.push_back(got);
           else if (n < 16) EXPECT_EQ(got, slice(at16[p], 0, got.size())) << what << ", part " << p << " vs n 16";
+        }
+      }
+      for (int64_t n : {17, 40}) {
+        const std::string what = fmt::format("{} -> {}, n {}{}, span", c.in, total, n, with_bias ? ", bias" : "");
+        const Tensor x_n = e.bf16(token_rows(e, n, c.in), {n, c.in});
+        std::vector<LinearPart> parts;
+        for (size_t p = 0; p < c.rows.size(); ++p)
+          parts.push_back({&part_w[p], with_bias ? &part_b[p] : nullptr, e.poisoned(DType::kBF16, {n, c.rows[p]})});
+        const Tensor normed = e.poisoned(DType::kBF16, {n, c.in}), span_out = e.poisoned(DType::kBF16, {n, total});
+        e.gpu.rms_norm_linear_group(x_n, g_gpu, 1e-5f, normed, span_out, parts);
+        // What it stands for: the norm, then one linear over the span's weight, split on the host.
+        const Tensor normed_ref = e.poisoned(DType::kBF16, {n, c.in}), whole = e.poisoned(DType::kBF16, {n, total});
+        e.gpu.rms_norm(x_n, g_gpu, 1e-5f, normed_ref);
+        e.gpu.linear(normed_ref, span_gpu, with_bias ? &bias_gpu : nullptr, whole);
+        const std::vector<float> whole_values = floats(whole);
+        for (size_t p = 0, column = 0; p < c.rows.size(); column += c.rows[p], ++p) {
+          std::vector<float> want;
+          for (int64_t t = 0; t < n; ++t) {
+            const auto row = whole_values.begin() + t * total + column;
+            want.insert(want.end(), row, row + c.rows[p]);
+          }
+          EXPECT_EQ(floats(parts[p].out), want) << what << ", part " << p;
         }
       }
     }

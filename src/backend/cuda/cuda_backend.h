@@ -116,8 +116,10 @@ class CudaBackend final : public Backend {
   // kernel, a kernel's latency in a decode step. Otherwise the default steps; on cuBLASLt (n > 16)
   // linear_residual_add adds in the GEMM (C = the residual) and the norm is its own kernel.
   void linear_residual_add(const Tensor& x, const Tensor& weight, const Tensor& out, const Tensor& residual) override;
+  // Past 16 rows (cuBLASLt) where span is given: the norm kernel, one GEMM of the parts' span into
+  // it, and one copy of its columns into the parts.
   void rms_norm_linear_group(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
-                             const std::vector<LinearPart>& parts) override;
+                             const Tensor& span, const std::vector<LinearPart>& parts) override;
   void rms_norm_linear_silu_mul(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
                                 const Tensor& gate, const Tensor& up, const Tensor& gate_out, const Tensor& up_out,
                                 const Tensor& out) override;
@@ -174,9 +176,11 @@ class CudaBackend final : public Backend {
                          const Tensor& up_out) const;
   void run_gate_up_span(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
                         const Tensor& up_out, const Tensor& out);
-  // The q/k/v span as one cuBLASLt GEMM into `span`, then RoPE from its columns
-  // (rms_norm_qkv_rope_cache_write past the small-n rows).
-  bool runs_qkv_span(int64_t n, const Tensor& span, const std::vector<LinearPart>& qkv) const;
+  // Whether a group of parts runs past the small-n rows as one cuBLASLt GEMM into `span`
+  // (run_span_gemm, on the normalized rows), then RoPE from its columns (run_qkv_span, for
+  // rms_norm_qkv_rope_cache_write) or a copy out of them (rms_norm_linear_group).
+  bool runs_span(int64_t n, const Tensor& span, const std::vector<LinearPart>& parts) const;
+  void run_span_gemm(const Tensor& x, const Tensor& span, const std::vector<LinearPart>& parts);
   void run_qkv_span(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed, const Tensor& span,
                     const std::vector<LinearPart>& qkv, const Tensor& positions, const Tensor& slot_mapping,
                     const Tensor& rope_cos_sin, const KvCacheLayer& cache);

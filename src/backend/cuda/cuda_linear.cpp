@@ -8,6 +8,7 @@
 #include "backend/cuda/activation_kernels.h"
 #include "backend/cuda/cublaslt_linear.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/gather_kernels.h"
 #include "backend/cuda/rope_kernels.h"
 #include "backend/cuda/small_n_linear.h"
 #include "backend/cuda/streamed_linear.h"
@@ -164,14 +165,24 @@ void CudaBackend::rms_norm_linear_silu_mul(const Tensor& x, const Tensor& norm_w
 }
 
 void CudaBackend::rms_norm_linear_group(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
-                                        const std::vector<LinearPart>& parts) {
+                                        const Tensor& span, const std::vector<LinearPart>& parts) {
   const int64_t n = x.rank == 2 ? x.dim(0) : 0;  // any other rank fails the default steps' checks
+  if (x.rank == 2 && runs_span(n, span, parts)) {
+    check_input_norm(x, norm_weight);
+    int64_t rows = 0;
+    const cuda::LinearOutputs outputs = group_outputs(x, parts, rows);
+    if (n == 0) return;
+    rms_norm(x, norm_weight, eps, normed);
+    run_span_gemm(normed, span, parts);
+    cuda::launch_split_columns(span.data, n, outputs, stream_);
+    return;
+  }
   int64_t rows = 0;
   for (const LinearPart& part : parts) rows += part.weight->rank == 2 ? part.weight->dim(0) : 0;
   const bool fused = x.rank == 2 && fuses_small_n(n) && fusable(parts) && parts[0].out.dtype == DType::kBF16 &&
                      parts[0].weight->rank == 2 && takes_input_norm(rows, parts[0].weight->dim(1));
   if (!fused) {
-    Backend::rms_norm_linear_group(x, norm_weight, eps, normed, parts);
+    Backend::rms_norm_linear_group(x, norm_weight, eps, normed, span, parts);
     return;
   }
   check_input_norm(x, norm_weight);
@@ -200,7 +211,7 @@ void CudaBackend::rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& n
                                                 const std::vector<LinearPart>& qkv, const Tensor& positions,
                                                 const Tensor& slot_mapping, const Tensor& rope_cos_sin,
                                                 const KvCacheLayer& cache) {
-  if (x.rank == 2 && runs_qkv_span(x.dim(0), span, qkv)) {
+  if (x.rank == 2 && qkv.size() == 3 && runs_span(x.dim(0), span, qkv)) {
     run_qkv_span(x, norm_weight, eps, normed, span, qkv, positions, slot_mapping, rope_cos_sin, cache);
     return;
   }
@@ -239,19 +250,28 @@ void CudaBackend::rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& n
                           stream_);
 }
 
-bool CudaBackend::runs_qkv_span(int64_t n, const Tensor& span, const std::vector<LinearPart>& qkv) const {
-  if (!runs_cublaslt(LinearPath::kAuto, n) || qkv.size() != 3 || !fusable(qkv) || qkv[0].out.dtype != DType::kBF16)
-    return false;
+bool CudaBackend::runs_span(int64_t n, const Tensor& span, const std::vector<LinearPart>& parts) const {
+  if (!runs_cublaslt(LinearPath::kAuto, n) || !fusable(parts) || parts[0].out.dtype != DType::kBF16) return false;
   int64_t rows = 0;
-  for (const LinearPart& part : qkv) rows += part.weight->dim(0);
+  for (const LinearPart& part : parts) {
+    if (part.weight->dim(0) % 8 != 0) return false;  // the column split copies 16-byte vectors
+    rows += part.weight->dim(0);
+  }
   if (span.data == nullptr || span.dtype != DType::kBF16 || !span.same_shape({n, rows})) return false;
-  // Apart from q, k and v: RoPE reads the span's columns while it writes them.
+  // Apart from the parts' outputs: they are written from the span's columns.
   const char* begin = static_cast<const char*>(span.data);
   const char* end = begin + span.nbytes();
-  return std::none_of(qkv.begin(), qkv.end(), [&](const LinearPart& part) {
+  return std::none_of(parts.begin(), parts.end(), [&](const LinearPart& part) {
     const char* out = static_cast<const char*>(part.out.data);
     return out < end && begin < out + part.out.nbytes();
   });
+}
+
+void CudaBackend::run_span_gemm(const Tensor& x, const Tensor& span, const std::vector<LinearPart>& parts) {
+  cuda::require_device(span, "linear span");
+  cuda::require_aligned16(span, "linear span");
+  gemm_->run(x.data, parts[0].weight->data, has_data(parts[0].bias) ? parts[0].bias->data : nullptr, span.data, false,
+             x.dim(0), x.dim(1), span.dim(1), buckets_.of(x.dim(0)), stream_);
 }
 
 void CudaBackend::run_qkv_span(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
@@ -260,15 +280,12 @@ void CudaBackend::run_qkv_span(const Tensor& x, const Tensor& norm_weight, float
   check_input_norm(x, norm_weight);
   int64_t rows = 0;
   (void)group_outputs(x, qkv, rows);  // each part checked as its own linear
-  cuda::require_device(span, "q/k/v span");
-  cuda::require_aligned16(span, "q/k/v span");
   const Tensor &q = qkv[0].out, &k = qkv[1].out, &v = qkv[2].out;
   const RopeShape r = check_rope_inputs(q, k, v, positions, slot_mapping, rope_cos_sin, cache);
-  const int64_t n = x.dim(0), in = x.dim(1);
+  const int64_t n = x.dim(0);
   if (n == 0) return;
   rms_norm(x, norm_weight, eps, normed);
-  gemm_->run(normed.data, qkv[0].weight->data, has_data(qkv[0].bias) ? qkv[0].bias->data : nullptr, span.data, false,
-             n, in, rows, buckets_.of(n), stream_);
+  run_span_gemm(normed, span, qkv);
   const auto* span16 = static_cast<const __nv_bfloat16*>(span.data);
   cuda::launch_rope_and_cache_write(cuda::RopeSource::span(span16, q.dim(1), k.dim(1)), bf16_data(q),
                                     bf16_data(k), bf16_data(v), positions.as<const int32_t>(),

@@ -470,7 +470,7 @@ nlohmann::json bench_residual_stream(CudaBackend& backend) {
         const Tensor& w = qkv_w[i % qkv_w.size()];
         if (fused) {
           backend.linear_residual_add(x, down_w[i % down_w.size()], prj, res);
-          backend.rms_norm_linear_group(res, norm_w, 1e-5f, nrm, {{&w, nullptr, qkv}});
+          backend.rms_norm_linear_group(res, norm_w, 1e-5f, nrm, Tensor(), {{&w, nullptr, qkv}});
         } else {
           backend.linear(x, down_w[i % down_w.size()], nullptr, prj);
           backend.add_rms_norm(res, prj, norm_w, 1e-5f, nrm);
@@ -482,7 +482,7 @@ nlohmann::json bench_residual_stream(CudaBackend& backend) {
       const double o_add = time([&](int i) { backend.linear_residual_add(a, o_w[i % o_w.size()], prj, res); });
       const double qkv_plain = time([&](int i) { backend.linear(res, qkv_w[i % qkv_w.size()], nullptr, qkv); });
       const double qkv_norm = time([&](int i) {
-        backend.rms_norm_linear_group(res, norm_w, 1e-5f, nrm, {{&qkv_w[i % qkv_w.size()], nullptr, qkv}});
+        backend.rms_norm_linear_group(res, norm_w, 1e-5f, nrm, Tensor(), {{&qkv_w[i % qkv_w.size()], nullptr, qkv}});
       });
       const double gu_plain = time([&](int i) {
         const auto [gw, uw] = gate_up(i);
