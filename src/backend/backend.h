@@ -133,6 +133,17 @@ class Backend {
   virtual void rope_and_cache_write(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
                                     const Tensor& slot_mapping, const Tensor& rope_cos_sin,
                                     const KvCacheLayer& cache) = 0;
+  // The q/k steps of a model with q/k norms: head_rms_norm of q with q_norm and of k with k_norm,
+  // then rope_and_cache_write. A backend may run them as one kernel: q, k and the cache then hold
+  // the bits of the three steps.
+  virtual void qk_norm_rope_cache_write(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm,
+                                        const Tensor& k_norm, float eps, const Tensor& positions,
+                                        const Tensor& slot_mapping, const Tensor& rope_cos_sin,
+                                        const KvCacheLayer& cache) {
+    head_rms_norm(q, q_norm, eps);
+    head_rms_norm(k, k_norm, eps);
+    rope_and_cache_write(q, k, v, positions, slot_mapping, rope_cos_sin, cache);
+  }
   // Causal attention of each request's query tokens over its cached context: query token j of a
   // request with n_q query tokens and context length L attends to context positions
   // [0, L - n_q + j]. q and out [n, nh * hd]. Query tokens that belong to no request are not

@@ -112,9 +112,8 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
                                          {&w.v_proj, c.qkv_bias ? &w.v_bias : nullptr, v}};
     if (c.qk_norm) {
       b.rms_norm_linear_group(residual, w.input_norm, eps, normed, qkv_span, qkv);
-      b.head_rms_norm(q, w.q_norm, eps);
-      b.head_rms_norm(k, w.k_norm, eps);
-      b.rope_and_cache_write(q, k, v, step.positions, step.slot_mapping, rope_cos_sin_.tensor, kv.layers[l]);
+      b.qk_norm_rope_cache_write(q, k, v, w.q_norm, w.k_norm, eps, step.positions, step.slot_mapping,
+                                 rope_cos_sin_.tensor, kv.layers[l]);
     } else {
       b.rms_norm_qkv_rope_cache_write(residual, w.input_norm, eps, normed, qkv_span, qkv, step.positions,
                                       step.slot_mapping, rope_cos_sin_.tensor, kv.layers[l]);

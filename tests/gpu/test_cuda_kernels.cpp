@@ -197,6 +197,82 @@ TEST(CudaKernelsRope, RopeAndCacheWriteMatchCpu) {
   }
 }
 
+// qk_norm_rope_cache_write (the q/k-norm models): one launch with the bits of Backend's default
+// steps (head_rms_norm of q, of k, then rope_and_cache_write), and the CPU running those steps.
+// head_dim 16 to 256 (2 to 32 lanes per head), GQA 1 to 8, n up to 16 (the one launch's rows;
+// past them the op runs the steps themselves) across warp and block boundaries; every third token
+// padded (slot -1), whose slots keep the poison.
+TEST(CudaKernelsRope, QkNormRopeHasTheBitsOfTheSteps) {
+  FG_REQUIRE_GPU();
+  Env e;
+  const int64_t block_size = 16, max_positions = 4096;
+  for (int64_t head_dim : {16, 64, 128, 256}) {
+    std::vector<float> table = rope_cos_sin_table(RopeConfig{}, head_dim, max_positions);
+    const Tensor table_gpu = e.device(DType::kF32, table, {max_positions, head_dim});
+    Bf16Values q_norm = e.around(head_dim, 1.0f, 0.2f), k_norm = e.around(head_dim, 1.0f, 0.2f);
+    const Tensor q_norm_gpu = e.bf16(q_norm, {head_dim}), k_norm_gpu = e.bf16(k_norm, {head_dim});
+    for (auto [nh, nkv] : {std::pair<int64_t, int64_t>{8, 8}, {16, 8}, {32, 4}}) {
+      for (int64_t n : {1, 7, 16}) {
+        const std::string where = fmt::format("head_dim {} heads {}/{} n {}", head_dim, nh, nkv, n);
+        const int64_t num_blocks = 1 + (n + block_size - 1) / block_size + 2, slots = num_blocks * block_size;
+        const int64_t q_size = nh * head_dim, kv_size = nkv * head_dim;
+        Bf16Values q = e.random(n * q_size, 3.0f), k = e.random(n * kv_size, 3.0f), v = e.random(n * kv_size);
+        auto [positions, slot_mapping] = random_token_slots(e.rng, n, max_positions, slots, block_size, 1, 3);
+        const Tensor positions_gpu = e.device(DType::kI32, positions, {n});
+        const Tensor slots_gpu = e.device(DType::kI64, slot_mapping, {n});
+        struct Run {
+          Tensor q, k, v;
+          KvCacheLayer cache;
+        };
+        auto run = [&](bool one_launch) {
+          Run r{e.bf16(q, {n, q_size}), e.bf16(k, {n, kv_size}), e.bf16(v, {n, kv_size}),
+                {e.poisoned(DType::kBF16, {num_blocks, block_size, nkv, head_dim}),
+                 e.poisoned(DType::kBF16, {num_blocks, block_size, nkv, head_dim})}};
+          if (one_launch)
+            e.gpu.qk_norm_rope_cache_write(r.q, r.k, r.v, q_norm_gpu, k_norm_gpu, 1e-6f, positions_gpu, slots_gpu,
+                                           table_gpu, r.cache);
+          else
+            e.gpu.Backend::qk_norm_rope_cache_write(r.q, r.k, r.v, q_norm_gpu, k_norm_gpu, 1e-6f, positions_gpu,
+                                                    slots_gpu, table_gpu, r.cache);
+          return r;
+        };
+        const Run one = run(true), steps = run(false);
+        for (const auto& [got, want, name] : {std::tuple{one.q, steps.q, "q"}, {one.k, steps.k, "k"},
+                                              {one.v, steps.v, "v"}, {one.cache.k, steps.cache.k, "k cache"},
+                                              {one.cache.v, steps.cache.v, "v cache"}})
+          EXPECT_EQ(gpu_test::download<uint16_t>(got), gpu_test::download<uint16_t>(want)) << where << ": " << name;
+
+        std::vector<float> cpu_q = q.values, cpu_k = k.values;
+        std::vector<float> cpu_k_cache(slots * kv_size), cpu_v_cache(slots * kv_size);
+        e.cpu.qk_norm_rope_cache_write(host(cpu_q, {n, q_size}), host(cpu_k, {n, kv_size}),
+                                       host(v.values, {n, kv_size}), host_bf16(q_norm.bits, {head_dim}),
+                                       host_bf16(k_norm.bits, {head_dim}), 1e-6f,
+                                       Tensor(positions.data(), DType::kI32, {n}),
+                                       Tensor(slot_mapping.data(), DType::kI64, {n}),
+                                       host(table, {max_positions, head_dim}),
+                                       {host(cpu_k_cache, {num_blocks, block_size, nkv, head_dim}),
+                                        host(cpu_v_cache, {num_blocks, block_size, nkv, head_dim})});
+        e.cpu.synchronize();
+        EXPECT_LE(relative_error(floats(one.q), cpu_q), kTolerance) << "q, " << where;
+        EXPECT_LE(relative_error(floats(one.k), cpu_k), kTolerance) << "k, " << where;
+        const auto k_cache = gpu_test::download<uint16_t>(one.cache.k);
+        int64_t written = 0;
+        std::vector<float> got_cache, want_cache;
+        for (int64_t i = 0; i < n; ++i) {
+          if (slot_mapping[i] < 0) continue;
+          for (int64_t j = 0; j < kv_size; ++j) {
+            got_cache.push_back(bf16_to_float(k_cache[slot_mapping[i] * kv_size + j]));
+            want_cache.push_back(cpu_k_cache[slot_mapping[i] * kv_size + j]);
+          }
+        }
+        for (uint16_t bits : k_cache) written += bits != kPoisonBf16;
+        EXPECT_EQ(written, static_cast<int64_t>(got_cache.size())) << "k cache elements written, " << where;
+        EXPECT_LE(relative_error(got_cache, want_cache), kTolerance) << "k cache, " << where;
+      }
+    }
+  }
+}
+
 // The reference GPU attention against the CPU's, over a batch that mixes a prefill, a chunked
 // prefill, decodes, padded requests (zero query tokens) and padded tokens (owned by no request,
 // so never written: their rows must keep the poison).

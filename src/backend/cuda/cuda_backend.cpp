@@ -213,18 +213,44 @@ void CudaBackend::add_rms_norm(const Tensor& residual, const Tensor& x, const Te
                             x.dim(1), stream_);
 }
 
-void CudaBackend::head_rms_norm(const Tensor& x, const Tensor& weight, float eps) {
-  require(x, DType::kBF16, "head_rms_norm input");
+void CudaBackend::check_head_norm_weight(const Tensor& weight) const {
   require_weight(weight, "head_rms_norm weight");
   const int64_t head_dim = weight.numel();
   const int64_t group = head_dim / 8;
   FG_CHECK(head_dim % 8 == 0 && group >= 1 && group <= 32 && (group & (group - 1)) == 0,
            "cuda backend: head_rms_norm supports head_dim 8 * 2^k up to 256, got {}", head_dim);
+  require_aligned16(weight, "head_rms_norm weight");
+}
+
+void CudaBackend::head_rms_norm(const Tensor& x, const Tensor& weight, float eps) {
+  require(x, DType::kBF16, "head_rms_norm input");
+  check_head_norm_weight(weight);
+  const int64_t head_dim = weight.numel();
   FG_CHECK(x.numel() % head_dim == 0, "cuda backend: head_rms_norm input {} is not made of heads of {}",
            x.shape_string(), head_dim);
   require_aligned16(x, "head_rms_norm input");
-  require_aligned16(weight, "head_rms_norm weight");
   cuda::launch_head_rms_norm(bf16_ptr(x), bf16_ptr(weight), eps, x.numel() / head_dim, head_dim, stream_);
+}
+
+void CudaBackend::qk_norm_rope_cache_write(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm,
+                                           const Tensor& k_norm, float eps, const Tensor& positions,
+                                           const Tensor& slot_mapping, const Tensor& rope_cos_sin,
+                                           const KvCacheLayer& cache) {
+  if (q.rank != 2 || !in_small_n_bucket(q.dim(0))) {
+    Backend::qk_norm_rope_cache_write(q, k, v, q_norm, k_norm, eps, positions, slot_mapping, rope_cos_sin, cache);
+    return;
+  }
+  const RopeShape r = check_rope_inputs(q, k, v, positions, slot_mapping, rope_cos_sin, cache);
+  check_head_norm_weight(q_norm);
+  check_head_norm_weight(k_norm);
+  FG_CHECK(q_norm.numel() == r.head_dim && k_norm.numel() == r.head_dim,
+           "cuda backend: q/k norm weights {} and {} for heads of {}", q_norm.shape_string(), k_norm.shape_string(),
+           r.head_dim);
+  cuda::launch_qk_norm_rope_and_cache_write(bf16_ptr(q), bf16_ptr(k), bf16_ptr(v), bf16_ptr(q_norm), bf16_ptr(k_norm),
+                                            eps, positions.as<const int32_t>(), slot_mapping.as<const int64_t>(),
+                                            rope_cos_sin.as<const float>(), bf16_ptr(cache.k), bf16_ptr(cache.v), r.n,
+                                            static_cast<int>(r.heads), static_cast<int>(r.kv_heads),
+                                            static_cast<int>(r.head_dim), r.max_positions, r.slots, stream_);
 }
 
 CudaBackend::RopeShape CudaBackend::check_rope_inputs(const Tensor& q, const Tensor& k, const Tensor& v,

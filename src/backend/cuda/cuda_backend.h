@@ -100,6 +100,14 @@ class CudaBackend final : public Backend {
   void rope_and_cache_write(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
                             const Tensor& slot_mapping, const Tensor& rope_cos_sin,
                             const KvCacheLayer& cache) override;
+  // One launch (rope_kernels.h) with the bits of the three steps where n is a small-n row count;
+  // the steps elsewhere. Measured on qwen3-0.6b (bench/RESULTS.md, 2026-12-02 session 17, run 5,
+  // graph ms): one launch is 6% faster at batch 1 and 8, 4% at 16, 3% at 17, but 4.6% slower at 64,
+  // which is not explained yet.
+  // A function of n's bucket, so graph and eager runs take the same path (both give the same bits).
+  void qk_norm_rope_cache_write(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm,
+                                const Tensor& k_norm, float eps, const Tensor& positions, const Tensor& slot_mapping,
+                                const Tensor& rope_cos_sin, const KvCacheLayer& cache) override;
   void attention(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,
                  const Tensor& out) override;
   void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override;
@@ -151,6 +159,8 @@ class CudaBackend final : public Backend {
   void linear_with(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out);
 
  private:
+  // A head norm's weight, checked: head_dim 8 * 2^k up to 256 (the shuffle tree's lanes).
+  void check_head_norm_weight(const Tensor& weight) const;
   // The shapes of rope_and_cache_write's inputs, checked.
   struct RopeShape {
     int64_t n, heads, kv_heads, head_dim, max_positions, slots;

@@ -43,4 +43,15 @@ void launch_rope_and_cache_write(const RopeSource& src, __nv_bfloat16* q, __nv_b
                                  int num_kv_heads, int head_dim, int64_t max_positions, int64_t num_slots,
                                  cudaStream_t stream);
 
+// The q/k-norm models' (Qwen3) form of the same work: each q head normalized with q_norm and each k
+// head with k_norm (head_rms_norm), then RoPE and the cache write as above, in place, with the bits
+// of launch_head_rms_norm on q, on k, then launch_rope_and_cache_write. q_norm and k_norm
+// [head_dim]; head_dim a power of two in [16, 256].
+void launch_qk_norm_rope_and_cache_write(__nv_bfloat16* q, __nv_bfloat16* k, const __nv_bfloat16* v,
+                                         const __nv_bfloat16* q_norm, const __nv_bfloat16* k_norm, float eps,
+                                         const int32_t* positions, const int64_t* slot_mapping, const float* cos_sin,
+                                         __nv_bfloat16* k_cache, __nv_bfloat16* v_cache, int64_t n, int num_heads,
+                                         int num_kv_heads, int head_dim, int64_t max_positions, int64_t num_slots,
+                                         cudaStream_t stream);
+
 }  // namespace fg::cuda
