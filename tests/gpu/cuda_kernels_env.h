@@ -101,6 +101,24 @@ inline TokenSlots random_token_slots(std::mt19937& rng, int64_t n, int64_t max_p
   return t;
 }
 
+// The cache rows of the tokens that own a slot (slot_mapping[i] >= 0), element by element as fp32:
+// the GPU's (BF16 bits, [slots, row_size]) and the CPU oracle's.
+struct CacheRows {
+  std::vector<float> gpu, cpu;
+};
+inline CacheRows written_cache_rows(const std::vector<uint16_t>& gpu_bits, const std::vector<float>& cpu,
+                                    const std::vector<int64_t>& slot_mapping, int64_t row_size) {
+  CacheRows rows;
+  for (int64_t slot : slot_mapping) {
+    if (slot < 0) continue;
+    for (int64_t j = 0; j < row_size; ++j) {
+      rows.gpu.push_back(bf16_to_float(gpu_bits[slot * row_size + j]));
+      rows.cpu.push_back(cpu[slot * row_size + j]);
+    }
+  }
+  return rows;
+}
+
 // A device tensor's values as fp32 (BF16 or F32).
 inline std::vector<float> floats(const Tensor& t) {
   if (t.dtype == DType::kF32) return gpu_test::download<float>(t);

@@ -183,15 +183,8 @@ TEST(CudaKernelsRope, RopeAndCacheWriteMatchCpu) {
         }
         EXPECT_EQ(bad_written, 0) << where;
         EXPECT_EQ(bad_untouched, 0) << "elements of unwritten slots changed, " << where;
-        std::vector<float> written_gpu, written_cpu;
-        for (int64_t i = 0; i < n; ++i) {
-          if (slot_mapping[i] < 0) continue;
-          for (int64_t j = 0; j < kv_size; ++j) {
-            written_gpu.push_back(bf16_to_float(k_cache[slot_mapping[i] * kv_size + j]));
-            written_cpu.push_back(cpu_k_cache[slot_mapping[i] * kv_size + j]);
-          }
-        }
-        EXPECT_LE(relative_error(written_gpu, written_cpu), kTolerance) << "k cache, " << where;
+        const CacheRows written = written_cache_rows(k_cache, cpu_k_cache, slot_mapping, kv_size);
+        EXPECT_LE(relative_error(written.gpu, written.cpu), kTolerance) << "k cache, " << where;
       }
     }
   }
@@ -256,18 +249,11 @@ TEST(CudaKernelsRope, QkNormRopeHasTheBitsOfTheSteps) {
         EXPECT_LE(relative_error(floats(one.q), cpu_q), kTolerance) << "q, " << where;
         EXPECT_LE(relative_error(floats(one.k), cpu_k), kTolerance) << "k, " << where;
         const auto k_cache = gpu_test::download<uint16_t>(one.cache.k);
-        int64_t written = 0;
-        std::vector<float> got_cache, want_cache;
-        for (int64_t i = 0; i < n; ++i) {
-          if (slot_mapping[i] < 0) continue;
-          for (int64_t j = 0; j < kv_size; ++j) {
-            got_cache.push_back(bf16_to_float(k_cache[slot_mapping[i] * kv_size + j]));
-            want_cache.push_back(cpu_k_cache[slot_mapping[i] * kv_size + j]);
-          }
-        }
-        for (uint16_t bits : k_cache) written += bits != kPoisonBf16;
-        EXPECT_EQ(written, static_cast<int64_t>(got_cache.size())) << "k cache elements written, " << where;
-        EXPECT_LE(relative_error(got_cache, want_cache), kTolerance) << "k cache, " << where;
+        const CacheRows cached = written_cache_rows(k_cache, cpu_k_cache, slot_mapping, kv_size);
+        const int64_t written =
+            std::count_if(k_cache.begin(), k_cache.end(), [](uint16_t b) { return b != kPoisonBf16; });
+        EXPECT_EQ(written, static_cast<int64_t>(cached.gpu.size())) << "k cache elements written, " << where;
+        EXPECT_LE(relative_error(cached.gpu, cached.cpu), kTolerance) << "k cache, " << where;
       }
     }
   }

@@ -288,7 +288,8 @@ void CudaBackend::rope_and_cache_write(const Tensor& q, const Tensor& k, const T
                                        const Tensor& slot_mapping, const Tensor& rope_cos_sin,
                                        const KvCacheLayer& cache) {
   const RopeShape r = check_rope_inputs(q, k, v, positions, slot_mapping, rope_cos_sin, cache);
-  const cuda::RopeSource in_place = cuda::RopeSource::in_place(bf16_ptr(q), bf16_ptr(k), bf16_ptr(v), q.dim(1), k.dim(1));
+  const cuda::RopeSource in_place =
+      cuda::RopeSource::in_place(bf16_ptr(q), bf16_ptr(k), bf16_ptr(v), q.dim(1), k.dim(1));
   cuda::launch_rope_and_cache_write(in_place, bf16_ptr(q), bf16_ptr(k), bf16_ptr(v), positions.as<const int32_t>(),
                                     slot_mapping.as<const int64_t>(), rope_cos_sin.as<const float>(),
                                     bf16_ptr(cache.k), bf16_ptr(cache.v), r.n, static_cast<int>(r.heads),
