@@ -31,6 +31,7 @@
 #include "backend/cuda/streamed_linear.h"
 #include "backend/cuda/streamed_timeline.h"
 #include "model/llama_model.h"
+#include "model/named_shapes.h"
 #include "runner/host_step.h"
 
 namespace fg::cuda {
@@ -525,8 +526,20 @@ ModelConfig config_of(const ModelShape& m) {
   return c;
 }
 
+// The decode-step table's models: the matmul tables' Llama shapes, and Qwen3-0.6B (its named
+// shape, RoPE table cut to 8192 positions) for the q/k-norm path.
+std::vector<std::pair<std::string, ModelConfig>> decode_step_models() {
+  std::vector<std::pair<std::string, ModelConfig>> models;
+  for (const ModelShape& m : model_shapes()) models.emplace_back(m.name, config_of(m));
+  ModelConfig qwen3 = named_model_config("qwen3-0.6b");
+  qwen3.max_position_embeddings = 8192;
+  models.emplace_back("Qwen3-0.6B", qwen3);
+  return models;
+}
+
 // Random weights made on the device (the host dummy generator would take minutes for 8B).
 ModelWeights random_weights(CudaBackend& backend, const ModelConfig& c) {
+  FG_CHECK(!c.qkv_bias, "bench kernels: random weights have no q/k/v biases ({})", c.architecture_name);
   ModelWeights w;
   RandomTensors random{backend};
   auto matrix = [&](int64_t rows, int64_t cols) {
@@ -542,6 +555,10 @@ ModelWeights random_weights(CudaBackend& backend, const ModelConfig& c) {
     L.q_proj = qkv.rows(0, c.q_size());
     L.k_proj = qkv.rows(c.q_size(), c.kv_size());
     L.v_proj = qkv.rows(c.q_size() + c.kv_size(), c.kv_size());
+    if (c.qk_norm) {
+      L.q_norm = norm(c.head_dim);
+      L.k_norm = norm(c.head_dim);
+    }
     L.o_proj = matrix(c.hidden_size, c.q_size());
     L.post_attention_norm = norm(c.hidden_size);
     const Tensor gate_up = matrix(2 * c.intermediate_size, c.hidden_size);
@@ -579,8 +596,7 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
   nlohmann::json rows = nlohmann::json::array();
   fmt::print("\nDecode step, random weights, context {} per request, {} attention\n", kContext, attention);
   fmt::print("{:<14} {:>5} | {:>10} {:>10}\n", "model", "batch", "eager ms", "graph ms");
-  for (const ModelShape& m : model_shapes()) {
-    const ModelConfig c = config_of(m);
+  for (const auto& [name, c] : decode_step_models()) {
     AttentionLimits limits;
     limits.max_tokens = kMaxBatch;
     limits.max_reqs = kMaxBatch;
@@ -624,15 +640,15 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
         }
         (void)cudaGetLastError();
       }
-      fmt::print("{:<14} {:>5} | {:>10.3f} {:>10.3f}\n", m.name, batch, eager_ms, graph_ms);
-      rows.push_back({{"model", m.name}, {"batch", batch}, {"context", kContext}, {"attention", attention},
+      fmt::print("{:<14} {:>5} | {:>10.3f} {:>10.3f}\n", name, batch, eager_ms, graph_ms);
+      rows.push_back({{"model", name}, {"batch", batch}, {"context", kContext}, {"attention", attention},
                       {"eager_ms", eager_ms},
                       {"graph_ms", std::isnan(graph_ms) ? nlohmann::json() : nlohmann::json(graph_ms)}});
       const bool broken_down =
           std::find(breakdown_batches.begin(), breakdown_batches.end(), batch) != breakdown_batches.end();
       if (broken_down && !std::isnan(graph_ms))
         rows.back()["breakdown"] = print_breakdown(
-            m.name, batch, breakdown_captured_step(backend.stream(), [&] { model.forward(step.inputs, kv); }, 30));
+            name, batch, breakdown_captured_step(backend.stream(), [&] { model.forward(step.inputs, kv); }, 30));
     }
     backend.synchronize();
   }
