@@ -16,8 +16,10 @@ STEP = re.compile(r"^(\S+)\s+(\d+)\s+\|\s+([0-9.]+)\s+([0-9.]+)\s*$")
 # "  where the graph replay of Llama-3.2-1B's batch-1 step goes (893.9 us; ...": a breakdown's head
 BREAKDOWN = re.compile(r"where the graph replay of (\S+)'s batch-(\d+) step goes")
 # "  rope_cache_kernel     16      26.5      1.65   3.0%    24": kernel, launches, us, us each, share,
-# registers per thread ("-" for a library's kernel; absent from older logs)
-KERNEL = re.compile(r"^  (\S.*?)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+%(?:\s+(\d+|-))?\s*$")
+# registers per thread ("-" for a library's kernel; absent from older logs). The times are marginal
+# over prefixes of the graph and go negative where a kernel overlaps the next one under PDL: such a
+# row is kept, not read as a kernel the binary lacks.
+KERNEL = re.compile(r"^  (\S.*?)\s+(\d+)\s+(-?[0-9.]+)\s+(-?[0-9.]+)\s+-?[0-9.]+%(?:\s+(\d+|-))?\s*$")
 
 
 def parse(lines):
