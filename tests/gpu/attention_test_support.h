@@ -225,6 +225,16 @@ inline void expect_backend_matches_cpu(const char* backend, const Config& cfg, c
   expect_matches_cpu(s, run_gpu(*attention, s, to_device(s)), run_cpu(s));
 }
 
+// expect_backend_matches_cpu for one batch under every config of `configs`, the steps' random
+// numbers drawn in config order from one generator seeded with `seed`; padded as make_step pads.
+inline void expect_backend_matches_cpu_over(const char* backend, const std::vector<Config>& configs,
+                                            const std::vector<Req>& batch, uint32_t seed, int reqs_padded = 0,
+                                            int n_padded = 0) {
+  std::mt19937 rng(seed);
+  for (const Config& cfg : configs)
+    expect_backend_matches_cpu(backend, cfg, make_step(cfg, batch, rng, reqs_padded, n_padded));
+}
+
 // Bitwise comparison of the rows of request r in two outputs (possibly of different batches).
 inline size_t differing_elements(const Step& a, const std::vector<uint16_t>& out_a, int ra, const Step& b,
                                  const std::vector<uint16_t>& out_b, int rb) {
@@ -234,6 +244,11 @@ inline size_t differing_elements(const Step& a, const std::vector<uint16_t>& out
   size_t diff = 0;
   for (size_t e = 0; e < len; ++e) diff += out_a[a.qsl[ra] * w + e] != out_b[b.qsl[rb] * w + e];
   return diff;
+}
+
+// hd 128, GQA 4 on KV blocks larger than 16 positions.
+inline std::vector<Config> larger_block_configs() {
+  return {Config{128, 2, 4, 32}, Config{128, 2, 4, 48}, Config{128, 2, 4, 256}};
 }
 
 inline std::vector<Config> all_configs(int block_size = 16) {

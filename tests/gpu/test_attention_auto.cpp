@@ -8,6 +8,7 @@
 
 #include "attention/cuda/attention_backend.h"
 #include "attention/cuda/auto_attention.h"
+#include "backend/cuda/device_info.h"
 #include "core/size_buckets.h"
 #include "gpu/attention_test_support.h"
 
@@ -31,13 +32,6 @@ TEST(AttentionAutoContract, DeclaresAlwaysAndBothParts) {
   EXPECT_NE(a->describe().find("split_kv"), std::string::npos);
 }
 
-int device_sm_count() {
-  int device = 0, sms = 0;
-  FG_CUDA_CHECK(cudaGetDevice(&device));
-  FG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
-
 // Each step's output from `auto` has exactly the bits of the backend auto_attention_splits names
 // for it (its request count's bucket under the capture sizes given; split_kv with the bounds
 // auto_split_bounds gives that bucket), and matches the CPU. 8 KV
@@ -45,7 +39,7 @@ int device_sm_count() {
 TEST(AttentionAuto, RunsTheBackendItsRuleNames) {
   FG_REQUIRE_GPU();
   const Config cfg{128, 8, 4, 16};
-  const int sms = device_sm_count();
+  const int sms = cuda::current_device_sm_count();
   const int resident = attn::split_kv_attention_prepare(cfg.head_dim);
   std::mt19937 rng(41);
   struct Case {

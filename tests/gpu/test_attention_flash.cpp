@@ -52,40 +52,24 @@ TEST(AttentionFlashContract, RefusesUnsupportedShapesAtConstruction) {
 
 TEST(AttentionFlash, MixedPrefillAndDecodeMatchCpu) {
   FG_REQUIRE_GPU();
-  std::mt19937 rng(1);
-  for (const Config& cfg : all_configs()) {
-    const Step s = make_step(cfg, mixed_batch(), rng);
-    expect_backend_matches_cpu("flash", cfg, s);
-  }
+  expect_backend_matches_cpu_over("flash", all_configs(), mixed_batch(), 1);
 }
 
 TEST(AttentionFlash, DecodeContextsMatchCpu) {
   FG_REQUIRE_GPU();
-  std::mt19937 rng(2);
-  for (const Config& cfg : all_configs()) {
-    const Step s = make_step(cfg, uniform_batch(1, kDecodeContexts), rng);
-    expect_backend_matches_cpu("flash", cfg, s);
-  }
+  expect_backend_matches_cpu_over("flash", all_configs(), uniform_batch(1, kDecodeContexts), 2);
 }
 
 TEST(AttentionFlash, LargerBlockSizesMatchCpu) {
   FG_REQUIRE_GPU();
-  std::mt19937 rng(3);
-  for (int block : {32, 48, 256}) {
-    const Config cfg{128, 2, 4, block};
-    const Step s = make_step(cfg, mixed_batch(), rng);
-    expect_backend_matches_cpu("flash", cfg, s);
-  }
+  expect_backend_matches_cpu_over("flash", larger_block_configs(), mixed_batch(), 3);
 }
 
 TEST(AttentionFlash, PaddedBatchWritesOnlyOwnedRows) {
   FG_REQUIRE_GPU();
-  std::mt19937 rng(4);
-  for (const Config& cfg : all_configs()) {
-    // 6 real requests padded to 16; 70 extra query rows owned by nobody.
-    const Step s = make_step(cfg, {{1, 100}, {37, 37}, {1, 4096}, {130, 300}, {1, 1}, {3, 65}}, rng, 16, 173 + 70);
-    expect_backend_matches_cpu("flash", cfg, s);
-  }
+  // 6 real requests padded to 16; 70 extra query rows owned by nobody.
+  expect_backend_matches_cpu_over("flash", all_configs(), {{1, 100}, {37, 37}, {1, 4096}, {130, 300}, {1, 1}, {3, 65}},
+                                  4, 16, 173 + 70);
 }
 
 // The seed's bug: query_start_loc padded with -1 instead of its last value. flash ranks work tiles

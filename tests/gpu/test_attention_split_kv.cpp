@@ -30,11 +30,7 @@ TEST(AttentionSplitKvContract, DeclaresUniformDecode) {
 
 TEST(AttentionSplitKv, DecodeContextsMatchCpu) {
   FG_REQUIRE_GPU();
-  std::mt19937 rng(21);
-  for (const Config& cfg : all_configs()) {
-    const Step s = make_step(cfg, uniform_batch(1, kDecodeContexts), rng);
-    expect_backend_matches_cpu("split_kv", cfg, s);
-  }
+  expect_backend_matches_cpu_over("split_kv", all_configs(), uniform_batch(1, kDecodeContexts), 21);
 }
 
 TEST(AttentionSplitKv, UniformQueryLengthsUpToFourMatchCpu) {
@@ -50,12 +46,7 @@ TEST(AttentionSplitKv, UniformQueryLengthsUpToFourMatchCpu) {
 
 TEST(AttentionSplitKv, LargerBlockSizesMatchCpu) {
   FG_REQUIRE_GPU();
-  std::mt19937 rng(23);
-  for (int block : {32, 48, 256}) {
-    const Config cfg{128, 2, 4, block};
-    const Step s = make_step(cfg, uniform_batch(1, kDecodeContexts), rng);
-    expect_backend_matches_cpu("split_kv", cfg, s);
-  }
+  expect_backend_matches_cpu_over("split_kv", larger_block_configs(), uniform_batch(1, kDecodeContexts), 23);
 }
 
 TEST(AttentionSplitKv, PaddedBatchWritesOnlyOwnedRows) {
