@@ -17,6 +17,7 @@
 
 namespace fg {
 
+using cuda::bf16_ptr;
 using cuda::require;
 using cuda::require_aligned16;
 using cuda::require_weight;
@@ -35,8 +36,6 @@ class CudaGraph final : public Graph {
   cudaGraphExec_t exec_;
   cudaStream_t stream_;  // the backend's, which outlives its graphs
 };
-
-__nv_bfloat16* bf16_ptr(const Tensor& t) { return static_cast<__nv_bfloat16*>(t.data); }
 
 void check_row_norm(const Tensor& x, const Tensor& weight, const Tensor& out, const char* op) {
   require(x, DType::kBF16, op);

@@ -45,8 +45,6 @@ void check_linear(const Tensor& x, const Tensor& weight, const Tensor* bias, con
 
 bool has_data(const Tensor* t) { return t != nullptr && t->data != nullptr; }
 
-__nv_bfloat16* bf16_data(const Tensor& t) { return static_cast<__nv_bfloat16*>(t.data); }
-
 // Whether `next` starts where `t` ends in memory.
 bool follows(const Tensor& t, const Tensor& next) {
   return static_cast<const char*>(t.data) + t.nbytes() == next.data && t.dtype == next.dtype &&
@@ -286,11 +284,10 @@ void CudaBackend::run_qkv_span(const Tensor& x, const Tensor& norm_weight, float
   if (n == 0) return;
   rms_norm(x, norm_weight, eps, normed);
   run_span_gemm(normed, span, qkv);
-  const auto* span16 = static_cast<const __nv_bfloat16*>(span.data);
-  cuda::launch_rope_and_cache_write(cuda::RopeSource::span(span16, q.dim(1), k.dim(1)), bf16_data(q),
-                                    bf16_data(k), bf16_data(v), positions.as<const int32_t>(),
+  cuda::launch_rope_and_cache_write(cuda::RopeSource::span(cuda::bf16_ptr(span), q.dim(1), k.dim(1)), cuda::bf16_ptr(q),
+                                    cuda::bf16_ptr(k), cuda::bf16_ptr(v), positions.as<const int32_t>(),
                                     slot_mapping.as<const int64_t>(), rope_cos_sin.as<const float>(),
-                                    bf16_data(cache.k), bf16_data(cache.v), n, static_cast<int>(r.heads),
+                                    cuda::bf16_ptr(cache.k), cuda::bf16_ptr(cache.v), n, static_cast<int>(r.heads),
                                     static_cast<int>(r.kv_heads), static_cast<int>(r.head_dim), r.max_positions,
                                     r.slots, stream_);
 }
@@ -350,8 +347,8 @@ void CudaBackend::run_gate_up_span(const Tensor& x, const Tensor& gate, const Te
   if (n == 0) return;
   // gate_out and up_out, back to back, hold the span's [n, 2I] output: each row's gate then up.
   gemm_->run(x.data, gate.data, nullptr, gate_out.data, false, n, x.dim(1), 2 * intermediate, buckets_.of(n), stream_);
-  const __nv_bfloat16* span = bf16_data(gate_out);
-  cuda::launch_silu_mul_rows(span, span + intermediate, bf16_data(out), n, intermediate, 2 * intermediate,
+  const __nv_bfloat16* span = cuda::bf16_ptr(gate_out);
+  cuda::launch_silu_mul_rows(span, span + intermediate, cuda::bf16_ptr(out), n, intermediate, 2 * intermediate,
                              stream_);
 }
 

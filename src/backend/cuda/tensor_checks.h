@@ -1,7 +1,10 @@
 // backend/cuda/tensor_checks.h — the host-side argument checks of CudaBackend's ops: where a
-// tensor lives, its dtype and its alignment, with messages that name the op's tensor. Host code
-// only (.cpp files): fmt's format checks do not compile under nvcc.
+// tensor lives, its dtype and its alignment, with messages that name the op's tensor; and the
+// BF16 pointer the launchers take of a checked tensor. Host code only (.cpp files): fmt's format
+// checks do not compile under nvcc.
 #pragma once
+
+#include <cuda_bf16.h>
 
 #include <cstdint>
 
@@ -32,5 +35,8 @@ inline void require_weight(const Tensor& t, const char* what) {
 inline void require_aligned16(const Tensor& t, const char* what) {
   FG_CHECK(reinterpret_cast<uintptr_t>(t.data) % 16 == 0, "cuda backend: {} is not 16-byte aligned", what);
 }
+
+// A checked BF16 tensor's data, as the launchers take it.
+inline __nv_bfloat16* bf16_ptr(const Tensor& t) { return static_cast<__nv_bfloat16*>(t.data); }
 
 }  // namespace fg::cuda
