@@ -327,14 +327,24 @@ __global__ void __launch_bounds__(kMaxWarps * 32, min_blocks(kUpperHalf, kStages
     if constexpr (kRope) {
       store_qkv_rope(out, rope, rope_lane, bias, n, out_features, row0 + tile * kRowsPerBlock + 2 * t, g, sums);
     } else {
+      // Accumulators 2r and 2r + 1 of lane (g, t): token row g + 8 r, weight rows 2t and 2t + 1, stored
+      // as one pair where the outputs allow it (LinearOutputs::pairs_fit).
+      const int row = row0 + tile * kRowsPerBlock + 2 * t;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        // Accumulator i of lane (g, t): token row g (+8 for i >= 2), weight row 2t (+1 for odd i).
-        const int token = g + (i >> 1) * 8, row = row0 + tile * kRowsPerBlock + 2 * t + (i & 1);
+      for (int r = 0; r < 2; ++r) {
+        const int token = g + r * 8;
         if (token >= n || row >= out_features) continue;
-        float sum = sums[i];
-        if (bias != nullptr) sum += __bfloat162float(bias[row]);
-        out.put<OutT>(token, row, sum);
+        float value[2] = {sums[2 * r], sums[2 * r + 1]};
+        if (bias != nullptr) {
+          value[0] += __bfloat162float(bias[row]);
+          if (row + 1 < out_features) value[1] += __bfloat162float(bias[row + 1]);
+        }
+        if (row + 1 < out_features && out.pairs_fit()) {
+          out.put_pair<OutT>(token, row, value[0], value[1]);
+        } else {
+          out.put<OutT>(token, row, value[0]);
+          if (row + 1 < out_features) out.put<OutT>(token, row + 1, value[1]);
+        }
       }
     }
   }

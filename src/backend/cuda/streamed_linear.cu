@@ -326,30 +326,52 @@ __global__ void __launch_bounds__(kThreads, 2)
   const uint4 zero = make_uint4(0, 0, 0, 0);
   // kNorm: 1 / rms of token rows g and g + 8 (set at the end of each pass).
   float row_scale[2] = {1.0f, 1.0f};
+  // Accumulators 2r and 2r + 1 of lane (g, t) are token g + 8 r's two neighbouring columns 2t, 2t + 1
+  // of the tile: one paired store where the outputs allow it (LinearOutputs::pairs_fit).
+  const bool paired_stores = out.pairs_fit();
   auto store_tile = [&](int64_t tile_index, const float (&sum)[4]) {
+    const int64_t row0 = tile_index * kTileRows + 2 * t;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int token = g + (i >> 1) * 8;
-      const int64_t row = tile_index * kTileRows + 2 * t + (i & 1);
-      if (token >= n || row >= out_features) continue;
-      float value = sum[i];
-      if constexpr (kNorm) value *= row_scale[i >> 1];
-      if (bias != nullptr) value += __bfloat162float(bias[row]);
-      out.put<OutT>(token, row, value);
+    for (int r = 0; r < 2; ++r) {
+      const int token = g + r * 8;
+      if (token >= n || row0 >= out_features) continue;
+      float value[2];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        value[j] = sum[2 * r + j];
+        if constexpr (kNorm) value[j] *= row_scale[r];
+        if (bias != nullptr && row0 + j < out_features) value[j] += __bfloat162float(bias[row0 + j]);
+      }
+      if (paired_stores && row0 + 1 < out_features) {
+        out.put_pair<OutT>(token, row0, value[0], value[1]);
+      } else {
+        out.put<OutT>(token, row0, value[0]);
+        if (row0 + 1 < out_features) out.put<OutT>(token, row0 + 1, value[1]);
+      }
     }
   };
   // Gated: the bf16 gate and up values, as the separate projections would store them, then
   // SiLU-and-multiply exactly as silu_mul_kernel computes it, so the output has its bits.
   auto store_gated_tile = [&](int64_t tile_index, const float (&gate)[4], const float (&up)[4]) {
+    const int64_t row0 = tile_index * kTileRows + 2 * t;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int token = g + (i >> 1) * 8;
-      const int64_t row = tile_index * kTileRows + 2 * t + (i & 1);
-      if (token >= n || row >= out_features) continue;
-      const float scale = kNorm ? row_scale[i >> 1] : 1.0f;
-      const float gv = __bfloat162float(__float2bfloat16_rn(gate[i] * scale));
-      const float uv = __bfloat162float(__float2bfloat16_rn(up[i] * scale));
-      out.put<OutT>(token, row, gv / (1.0f + __expf(-gv)) * uv);
+    for (int r = 0; r < 2; ++r) {
+      const int token = g + r * 8;
+      if (token >= n || row0 >= out_features) continue;
+      const float scale = kNorm ? row_scale[r] : 1.0f;
+      float value[2];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const float gv = __bfloat162float(__float2bfloat16_rn(gate[2 * r + j] * scale));
+        const float uv = __bfloat162float(__float2bfloat16_rn(up[2 * r + j] * scale));
+        value[j] = gv / (1.0f + __expf(-gv)) * uv;
+      }
+      if (paired_stores && row0 + 1 < out_features) {
+        out.put_pair<OutT>(token, row0, value[0], value[1]);
+      } else {
+        out.put<OutT>(token, row0, value[0]);
+        if (row0 + 1 < out_features) out.put<OutT>(token, row0 + 1, value[1]);
+      }
     }
   };
   // Accumulator a of a pass: its tile (first kHalf gate tiles, then their up tiles when gated) and
