@@ -65,24 +65,52 @@ __device__ __forceinline__ const float* rope_angles(const QkvRope& rope, int tok
   return rope.cos_sin + static_cast<int64_t>(pos) * rope.head_dim;
 }
 
-// The store of one pair of token `token`'s sums (bias added) into the q/k/v parts of `out`:
-// `first` goes to column `column`, `second` to `partner`. In q and k (column < out.begin[2]) the
-// two are a RoPE pair (partner = column + hd/2): rounded to BF16 as a plain store would, rotated by
-// the angle whose cosine and sine are c and s, and rounded again. k and v also go to the token's
-// cache slot `slot`, unless it is negative (a padded token) or past the cache.
+// A pair of token `token`'s sums (bias added) for columns (column, partner): in q and k
+// (column < out.begin[2]) a RoPE pair (partner = column + hd/2), rounded to BF16 as a plain store
+// would, rotated by the angle whose cosine and sine are c and s (and rounded again at the store);
+// in v two plain columns, left as they are.
+__device__ __forceinline__ void rotate_qkv_pair(const LinearOutputs& out, int column, float& first, float& second,
+                                                float c, float s) {
+  if (column < static_cast<int>(out.begin[2])) rope_rotate(bf16_round(first), bf16_round(second), c, s, first, second);
+}
+
+// Where token `token`'s k or v value of column `column` goes in the cache: its slot's row, or null
+// for a q column, a negative slot (a padded token) or one past the cache.
+__device__ __forceinline__ __nv_bfloat16* qkv_cache_at(const LinearOutputs& out, const QkvRope& rope, int column,
+                                                       int64_t slot) {
+  const int k_begin = static_cast<int>(out.begin[1]), v_begin = static_cast<int>(out.begin[2]);
+  if (slot < 0 || slot >= rope.num_slots || column < k_begin) return nullptr;
+  const int64_t kv_width = out.begin[3] - v_begin;  // nkv * hd: a cache slot
+  return (column < v_begin ? rope.k_cache + (column - k_begin) : rope.v_cache + (column - v_begin)) + slot * kv_width;
+}
+
+// The store of one pair of token `token`'s sums (bias added) into the q/k/v parts of `out` and
+// the cache: `first` goes to column `column`, `second` to `partner`, rotated in q and k
+// (rotate_qkv_pair); k and v also to the token's cache slot `slot` (qkv_cache_at).
 __device__ __forceinline__ void store_qkv_pair(const LinearOutputs& out, const QkvRope& rope, int token, int column,
                                                int partner, float first, float second, float c, float s,
                                                int64_t slot) {
-  const int k_begin = static_cast<int>(out.begin[1]), v_begin = static_cast<int>(out.begin[2]);
-  if (column < v_begin) rope_rotate(bf16_round(first), bf16_round(second), c, s, first, second);
+  rotate_qkv_pair(out, column, first, second, c, s);
   out.put<__nv_bfloat16>(token, column, first);
   out.put<__nv_bfloat16>(token, partner, second);
-  if (slot < 0 || slot >= rope.num_slots || column < k_begin) return;
-  const int64_t kv_width = out.begin[3] - v_begin;  // nkv * hd: a cache slot
-  __nv_bfloat16* cache =
-      (column < v_begin ? rope.k_cache + (column - k_begin) : rope.v_cache + (column - v_begin)) + slot * kv_width;
+  __nv_bfloat16* cache = qkv_cache_at(out, rope, column, slot);
+  if (cache == nullptr) return;
   cache[0] = __float2bfloat16_rn(first);
   cache[partner - column] = __float2bfloat16_rn(second);
+}
+
+// Token `token`'s outputs (rotated in q and k) at the neighbouring columns `column` (even) and
+// column + 1 of one part, as one 4-byte store into `out` (LinearOutputs::put_pair) and, for k and v,
+// one into the cache (qkv_cache_at); each value rounded to BF16 as store_qkv_pair would. The
+// streamed kernel's launches keep every part's first column a multiple of head_dim, so the pair
+// lies in one part at an aligned address. (The direct kernel's lanes hold RoPE partners, not
+// neighbours; pairing them through shuffles made the 1B and Qwen2.5-0.5B steps 0.6-2% slower at
+// batch 1: bench/RESULTS.md, 2026-12-02 session 18, run 3.)
+__device__ __forceinline__ void store_qkv_columns(const LinearOutputs& out, const QkvRope& rope, int token, int column,
+                                                  float lo, float hi, int64_t slot) {
+  out.put_pair<__nv_bfloat16>(token, column, lo, hi);
+  __nv_bfloat16* cache = qkv_cache_at(out, rope, column, slot);
+  if (cache != nullptr) *reinterpret_cast<__nv_bfloat162*>(cache) = __floats2bfloat162_rn(lo, hi);
 }
 #endif
 

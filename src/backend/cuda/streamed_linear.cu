@@ -403,21 +403,29 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
   };
-  // kRope: pair (first, second) of first tile `tile`, bias added, stored (store_qkv_pair).
+  // kRope: pair (first, second) of first tile `tile`, bias added, rotated in q and k
+  // (rotate_qkv_pair). Accumulators 2r and 2r + 1 hold token g + 8 r's neighbouring columns 2t and
+  // 2t + 1 of the first tile, and their partners hd/2 columns on: two paired stores
+  // (store_qkv_columns).
   auto store_rope_pair = [&](int64_t tile, const float (&first)[4], const float (&second)[4]) {
+    const int column = static_cast<int>(tile * kTileRows) + 2 * t, partner = column + rope.head_dim / 2;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int token = g + (i >> 1) * 8;
+    for (int r = 0; r < 2; ++r) {
+      const int token = g + r * 8;
       if (token >= n) continue;
-      const int column = static_cast<int>(tile * kTileRows) + 2 * t + (i & 1);
-      const int partner = column + rope.head_dim / 2;
-      float a = first[i], b = second[i];
-      if (bias != nullptr) {
-        a += __bfloat162float(bias[column]);
-        b += __bfloat162float(bias[partner]);
+      float a[2], b[2];  // columns column + j and partner + j
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        a[j] = first[2 * r + j];
+        b[j] = second[2 * r + j];
+        if (bias != nullptr) {
+          a[j] += __bfloat162float(bias[column + j]);
+          b[j] += __bfloat162float(bias[partner + j]);
+        }
+        rotate_qkv_pair(out, column, a[j], b[j], rope_cos[r][j], rope_sin[r][j]);
       }
-      store_qkv_pair(out, rope, token, column, partner, a, b, rope_cos[i >> 1][i & 1], rope_sin[i >> 1][i & 1],
-                     rope_slot[i >> 1]);
+      store_qkv_columns(out, rope, token, column, a[0], a[1], rope_slot[r]);
+      store_qkv_columns(out, rope, token, partner, b[0], b[1], rope_slot[r]);
     }
   };
   int item = 0;
