@@ -111,6 +111,19 @@ struct LinearOutputs {
       *reinterpret_cast<__nv_bfloat162*>(p) = v;
     }
   }
+
+  // Outputs (token, column) and, when column + 1 < end, (token, column + 1), column even: one
+  // put_pair() where `paired` (pairs_fit(), read once by the caller), else put() one at a time.
+  template <typename OutT>
+  __device__ __forceinline__ void put_neighbours(int token, int64_t column, int64_t end, float first, float second,
+                                                 bool paired) const {
+    if (paired && column + 1 < end) {
+      put_pair<OutT>(token, column, first, second);
+    } else {
+      put<OutT>(token, column, first);
+      if (column + 1 < end) put<OutT>(token, column + 1, second);
+    }
+  }
 #endif
 };
 

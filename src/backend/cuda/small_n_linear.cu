@@ -339,12 +339,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, min_blocks(kUpperHalf, kStages
           value[0] += __bfloat162float(bias[row]);
           if (row + 1 < out_features) value[1] += __bfloat162float(bias[row + 1]);
         }
-        if (row + 1 < out_features && out.pairs_fit()) {
-          out.put_pair<OutT>(token, row, value[0], value[1]);
-        } else {
-          out.put<OutT>(token, row, value[0]);
-          if (row + 1 < out_features) out.put<OutT>(token, row + 1, value[1]);
-        }
+        out.put_neighbours<OutT>(token, row, out_features, value[0], value[1], out.pairs_fit());
       }
     }
   }

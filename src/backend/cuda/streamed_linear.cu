@@ -342,12 +342,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         if constexpr (kNorm) value[j] *= row_scale[r];
         if (bias != nullptr && row0 + j < out_features) value[j] += __bfloat162float(bias[row0 + j]);
       }
-      if (paired_stores && row0 + 1 < out_features) {
-        out.put_pair<OutT>(token, row0, value[0], value[1]);
-      } else {
-        out.put<OutT>(token, row0, value[0]);
-        if (row0 + 1 < out_features) out.put<OutT>(token, row0 + 1, value[1]);
-      }
+      out.put_neighbours<OutT>(token, row0, out_features, value[0], value[1], paired_stores);
     }
   };
   // Gated: the bf16 gate and up values, as the separate projections would store them, then
@@ -366,12 +361,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         const float uv = __bfloat162float(__float2bfloat16_rn(up[2 * r + j] * scale));
         value[j] = gv / (1.0f + __expf(-gv)) * uv;
       }
-      if (paired_stores && row0 + 1 < out_features) {
-        out.put_pair<OutT>(token, row0, value[0], value[1]);
-      } else {
-        out.put<OutT>(token, row0, value[0]);
-        if (row0 + 1 < out_features) out.put<OutT>(token, row0 + 1, value[1]);
-      }
+      out.put_neighbours<OutT>(token, row0, out_features, value[0], value[1], paired_stores);
     }
   };
   // Accumulator a of a pass: its tile (first kHalf gate tiles, then their up tiles when gated) and
