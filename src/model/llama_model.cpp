@@ -66,17 +66,6 @@ void LlamaModel::fill_activations(uint8_t byte) {
   backend_.synchronize();
 }
 
-namespace {
-
-// A [rows, width] tensor of the elements [offset, offset + rows * width) of a buffer.
-Tensor packed_rows(const Tensor& buffer, int64_t offset, int64_t rows, int64_t width) {
-  FG_ASSERT(offset >= 0 && offset + rows * width <= buffer.numel());
-  return Tensor(static_cast<char*>(buffer.data) + static_cast<size_t>(offset) * dtype_size(buffer.dtype),
-                buffer.dtype, {rows, width}, buffer.device);
-}
-
-}  // namespace
-
 Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
   const ModelConfig& c = config_;
   const int64_t n = step.input_ids.dim(0), m = step.logits_indices.dim(0);
@@ -94,9 +83,11 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
   const Tensor attn_out = attn_out_.tensor.rows(0, n);
   const Tensor proj_out = proj_out_.tensor.rows(0, n);
   const Tensor mlp_act = mlp_act_.tensor.rows(0, n);
-  const int64_t I = c.intermediate_size;
-  const Tensor gate = packed_rows(span_.tensor, 0, n, I), up = packed_rows(span_.tensor, n * I, n, I);
-  const Tensor qkv_span = packed_rows(span_.tensor, 0, n, c.q_size() + 2 * c.kv_size());
+  // The span buffer flat, so that a step's [n, width] tensors lie in it back to back.
+  const Tensor span = span_.tensor.view({span_.tensor.numel()});
+  const int64_t I = c.intermediate_size, qkv_width = c.q_size() + 2 * c.kv_size();
+  const Tensor gate = span.rows(0, n * I).view({n, I}), up = span.rows(n * I, n * I).view({n, I});
+  const Tensor qkv_span = span.rows(0, n * qkv_width).view({n, qkv_width});
 
   // The residual stream meets the matmuls in four ops per layer, which a backend may fuse into
   // them: the norm before a block into its first matmul, the block's residual add into its last.
