@@ -126,17 +126,8 @@ class RunnerTest : public ::testing::TestWithParam<Param> {
   }
 
   // What a GPU backend's attention must serve for a runner with `options` over loaded_.
-  GpuAttentionSpec attention_spec(const std::string& name, const RunnerOptions& options, int64_t max_context) const {
-    GpuAttentionSpec spec;
-    spec.name = name;
-    spec.max_tokens = options.max_num_tokens;
-    spec.max_reqs = options.max_num_seqs;
-    spec.max_context = max_context;
-    spec.num_heads = loaded_.config.num_heads;
-    spec.num_kv_heads = loaded_.config.num_kv_heads;
-    spec.head_dim = loaded_.config.head_dim;
-    spec.block_size = kBlockSize;
-    return spec;
+  AttentionLimits attention_limits_for(const RunnerOptions& options, int64_t max_context) const {
+    return attention_limits(loaded_.config, options.max_num_tokens, options.max_num_seqs, max_context, kBlockSize);
   }
 
   int64_t vocab() const { return loaded_.config.vocab_size; }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "attention/attention_contract.h"
+#include "attention/attention_metadata.h"
 #include "core/tensor.h"
 #include "sampling/sampling_params.h"
 
@@ -27,24 +28,6 @@ struct Allocation {
   std::shared_ptr<void> memory;
 };
 
-// One layer's paged KV cache. Slot s = block * block_size + offset holds token data at
-// k[block][offset]; block 0 is the null block: never handed to a request, the target of padded
-// block-table rows.
-struct KvCacheLayer {
-  Tensor k;  // [num_blocks, block_size, nkv, hd]
-  Tensor v;  // [num_blocks, block_size, nkv, hd]
-};
-
-// The attention metadata of one step, in the layout of DESIGN.md's contract.
-struct AttentionMetadata {
-  Tensor query_start_loc;  // I32 [num_reqs + 1]; request r owns query tokens [qsl[r], qsl[r+1])
-  Tensor seq_lens;         // I32 [num_reqs]; context length of r after this step's tokens
-  Tensor block_table;      // I32 [num_reqs, max_blocks_per_seq]; KV blocks of r in order
-  // Host-side, from the step's bucket (so frozen with a graph like any shape): > 0 when every
-  // real request runs exactly this many query tokens (uniform decode: 1), 0 for a mixed batch.
-  int64_t uniform_query_len = 0;
-};
-
 // A recorded sequence of ops, replayed as recorded: same buffers, same (padded) shapes; only the
 // contents of the buffers change between replays. Never patched.
 class Graph {
@@ -52,9 +35,6 @@ class Graph {
   virtual ~Graph() = default;
   virtual void replay() = 0;
 };
-
-// Transitional name of SamplingTensors (sampling/sampling_params.h), used by the CUDA backend.
-using SamplingBuffers = SamplingTensors;
 
 // One of the linears of a linear_group: out = x · weightᵀ (+ bias), weight [rows, in], bias [rows]
 // or null, out [n, rows].

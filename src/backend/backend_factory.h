@@ -18,18 +18,13 @@
 
 namespace fg {
 
-// The attention a GPU backend must serve: which implementation, and the largest step.
-struct GpuAttentionSpec {
-  std::string name = "auto";  // auto | flash | split_kv | reference; see make_cuda_attention
-  int64_t max_tokens = 0, max_reqs = 0, max_context = 0;
-  int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, block_size = 0;
-};
-
 struct GpuBackendFactory {
   // A backend on CUDA device `device`, without attention yet (it needs the model config).
   std::unique_ptr<Backend> (*create)(int device) = nullptr;
-  // Gives a backend made by `create` its attention; returns the name of the one chosen.
-  std::string (*set_attention)(Backend& backend, const GpuAttentionSpec& spec) = nullptr;
+  // Gives a backend made by `create` the attention backend called `name` (auto | flash | split_kv |
+  // reference; make_attention_backend) for steps within `limits`; returns the name of the one
+  // chosen (auto may choose the reference).
+  std::string (*set_attention)(Backend& backend, const std::string& name, const AttentionLimits& limits) = nullptr;
   // Bytes of the backend's device memory free now, and in all (cudaMemGetInfo).
   void (*memory_info)(Backend& backend, size_t* free_bytes, size_t* total_bytes) = nullptr;
 

@@ -126,16 +126,8 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
   const int64_t blocks_per_req = (context_tokens + o.block_size - 1) / o.block_size;
   const int64_t num_blocks = 1 + blocks_per_req * (max_batch + 1);
   if (backend->device() == Device::kCuda) {
-    GpuAttentionSpec spec;
-    spec.name = o.attention;
-    spec.max_tokens = max_tokens;
-    spec.max_reqs = max_batch + 1;
-    spec.max_context = context_tokens;
-    spec.num_heads = config.num_heads;
-    spec.num_kv_heads = config.num_kv_heads;
-    spec.head_dim = config.head_dim;
-    spec.block_size = o.block_size;
-    gpu.set_attention(*backend, spec);
+    gpu.set_attention(*backend, o.attention,
+                      attention_limits(config, max_tokens, max_batch + 1, context_tokens, o.block_size));
   }
   ModelWeights weights = dummy_weights(config, *backend);
   LlamaModel model(config, weights, *backend, max_tokens, max_batch + 1);

@@ -142,16 +142,8 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   s->max_model_len = max_model_len;
   s->max_num_seqs = max_seqs;
   if (backend.device() == Device::kCuda) {
-    GpuAttentionSpec spec;
-    spec.name = o.attention;
-    spec.max_tokens = o.max_num_batched_tokens;
-    spec.max_reqs = max_seqs;
-    spec.max_context = max_model_len;
-    spec.num_heads = c.num_heads;
-    spec.num_kv_heads = c.num_kv_heads;
-    spec.head_dim = c.head_dim;
-    spec.block_size = o.block_size;
-    s->attention = gpu.set_attention(backend, spec);
+    s->attention = gpu.set_attention(
+        backend, o.attention, attention_limits(c, o.max_num_batched_tokens, max_seqs, max_model_len, o.block_size));
   }
   s->model = std::make_unique<LlamaModel>(c, std::move(weights), backend, o.max_num_batched_tokens, max_seqs);
 

@@ -186,16 +186,8 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   std::string attention_name;  // the GPU attention chosen
   if (backend.device() == Device::kCuda) {
     // One request: steps of at most the prompt, a context of at most prompt + new tokens.
-    GpuAttentionSpec spec;
-    spec.name = o.attention;
-    spec.max_tokens = step_tokens;
-    spec.max_reqs = 1;
-    spec.max_context = T + o.max_tokens;
-    spec.num_heads = config.num_heads;
-    spec.num_kv_heads = config.num_kv_heads;
-    spec.head_dim = config.head_dim;
-    spec.block_size = o.block_size;
-    attention_name = gpu.set_attention(backend, spec);
+    attention_name =
+        gpu.set_attention(backend, o.attention, attention_limits(config, step_tokens, 1, T + o.max_tokens, o.block_size));
   }
   LlamaModel model(config, std::move(loaded.weights), backend, step_tokens, keep_logits ? T : 1);
   KvCache kv = allocate_kv_cache(backend, config, blocks, o.block_size, backend.activation_dtype());

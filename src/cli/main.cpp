@@ -15,7 +15,7 @@
 #ifdef FULLGRAPH_HAVE_CUDA
 #include "attention/cuda/attention_bench.h"
 #include "backend/backend_factory.h"
-#include "backend/cuda/device_info.h"
+#include "core/cuda/device_info.h"
 #include "backend/cuda/kernel_bench.h"
 #endif
 

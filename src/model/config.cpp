@@ -514,4 +514,17 @@ ModelConfig load_model_config(const std::string& path) {
   return parse_model_config(text.str(), path);
 }
 
+AttentionLimits attention_limits(const ModelConfig& config, int64_t max_tokens, int64_t max_reqs, int64_t max_context,
+                                 int64_t block_size) {
+  AttentionLimits limits;
+  limits.max_tokens = max_tokens;
+  limits.max_reqs = max_reqs;
+  limits.max_context = max_context;
+  limits.num_heads = config.num_heads;
+  limits.num_kv_heads = config.num_kv_heads;
+  limits.head_dim = config.head_dim;
+  limits.block_size = block_size;
+  return limits;
+}
+
 }  // namespace fg

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/attention_metadata.h"
 #include "core/dtype.h"
 
 namespace fg {
@@ -59,5 +60,10 @@ struct ModelConfig {
 // Parses config.json text. `source` names the file in error messages.
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
 ModelConfig load_model_config(const std::string& path);
+
+// What an attention backend must serve for this model: steps of at most max_tokens query tokens
+// over max_reqs requests, contexts of at most max_context tokens, KV blocks of block_size.
+AttentionLimits attention_limits(const ModelConfig& config, int64_t max_tokens, int64_t max_reqs, int64_t max_context,
+                                 int64_t block_size);
 
 }  // namespace fg

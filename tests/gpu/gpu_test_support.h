@@ -16,8 +16,8 @@
 #include <random>
 #include <vector>
 
-#include "backend/cuda/cuda_check.h"
-#include "backend/cuda/device_info.h"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/device_info.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
 

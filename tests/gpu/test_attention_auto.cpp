@@ -8,7 +8,7 @@
 
 #include "attention/cuda/attention_backend.h"
 #include "attention/cuda/auto_attention.h"
-#include "backend/cuda/device_info.h"
+#include "core/cuda/device_info.h"
 #include "core/size_buckets.h"
 #include "gpu/attention_test_support.h"
 

@@ -14,16 +14,7 @@ TEST_P(CudaEngineOnModel, ThirtyTwoRequestsTogetherEqualEachAlone) {
   FG_REQUIRE_GPU();
   const GpuBackendFactory gpu = cuda_backend_factory();
   const auto prepare = [gpu](Backend& backend, const ModelConfig& c, int64_t max_tokens, int64_t max_seqs) {
-    GpuAttentionSpec spec;
-    spec.name = "reference";
-    spec.max_tokens = max_tokens;
-    spec.max_reqs = max_seqs;
-    spec.max_context = 512;
-    spec.num_heads = c.num_heads;
-    spec.num_kv_heads = c.num_kv_heads;
-    spec.head_dim = c.head_dim;
-    spec.block_size = 16;
-    gpu.set_attention(backend, spec);
+    gpu.set_attention(backend, "reference", attention_limits(c, max_tokens, max_seqs, 512, 16));
     // By default a row's bits depend on the GEMM algorithm its step's size selects (cuBLASLt's
     // for more than 16 rows, the small-n kernel below), so batching may flip near-tied tokens;
     // the batch-invariant mode is what makes "together == alone" hold on the GPU.

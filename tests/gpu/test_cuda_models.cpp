@@ -114,8 +114,7 @@ class CudaModels : public ::testing::TestWithParam<Param> {
   // A model with room for `tokens` tokens and logits rows per step, and its attention.
   LlamaModel make_model(int64_t tokens, int64_t context, int64_t block_size) {
     const ModelConfig& c = loaded_->config;
-    AttentionLimits limits{tokens, 1, context, c.num_heads, c.num_kv_heads, c.head_dim, block_size};
-    backend_->set_attention(make_cuda_attention(attention(), limits));
+    backend_->set_attention(make_attention_backend(attention(), attention_limits(c, tokens, 1, context, block_size)));
     LoadedModel copy = *loaded_;  // shares the device weights
     return LlamaModel(copy.config, std::move(copy.weights), *backend_, tokens, tokens);
   }
@@ -181,9 +180,7 @@ TEST(CudaModelsDtype, F16AndF32CheckpointsRunAsBf16) {
   auto logits_of = [&](const std::string& dir) {
     LoadedModel loaded = load_model(dir, options, backend);
     const int64_t T = static_cast<int64_t>(prompt.ids.size()), block_size = 16;
-    AttentionLimits limits{T, 1, T, loaded.config.num_heads, loaded.config.num_kv_heads, loaded.config.head_dim,
-                           block_size};
-    backend.set_attention(make_cuda_attention("reference", limits));
+    backend.set_attention(make_attention_backend("reference", attention_limits(loaded.config, T, 1, T, block_size)));
     LlamaModel model(loaded.config, std::move(loaded.weights), backend, T, T);
     KvCache kv = allocate_kv_cache(backend, model.config(), (T + block_size - 1) / block_size + 1, block_size,
                                    DType::kBF16);
@@ -263,8 +260,7 @@ TEST_P(CudaModelsVsCpu, LogitsMatchTheCpuBackend) {
   const std::vector<float> ref = paged_logits(cpu, cpu_model, ids, prefill, block_size);
 
   CudaBackend gpu;
-  gpu.set_attention(make_cuda_attention(
-      attention, {prefill, 1, T, config.num_heads, config.num_kv_heads, config.head_dim, block_size}));
+  gpu.set_attention(make_attention_backend(attention, attention_limits(config, prefill, 1, T, block_size)));
   LlamaModel gpu_model(config, dummy_weights(config, gpu, 5), gpu, prefill, prefill);
   gpu_model.fill_activations(0xFF);
   const std::vector<float> got = paged_logits(gpu, gpu_model, ids, prefill, block_size);

@@ -33,7 +33,7 @@ class CudaRunner : public test::RunnerTest<Param> {
     } else {
       loaded_ = test::load_fixture(GetParam().model, *backend_);
     }
-    gpu.set_attention(*backend_, attention_spec(GetParam().attention, options, max_context));
+    gpu.set_attention(*backend_, GetParam().attention, attention_limits_for(options, max_context));
     start_runner(options, num_blocks, DType::kBF16);
   }
 

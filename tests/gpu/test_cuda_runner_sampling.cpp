@@ -27,7 +27,7 @@ class CudaRunnerSampling : public test::RunnerSamplingTest<std::string> {
     backend_ = gpu.create(0);
     loaded_ = test::load_fixture(GetParam(), *backend_);
     // The fixtures' head sizes (16, 32) are the reference attention's.
-    gpu.set_attention(*backend_, attention_spec("reference", options, 1024));
+    gpu.set_attention(*backend_, "reference", attention_limits_for(options, 1024));
     start_runner(options, num_blocks, DType::kBF16);
   }
 };

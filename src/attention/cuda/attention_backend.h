@@ -15,18 +15,10 @@
 #include <vector>
 
 #include "attention/attention_contract.h"
+#include "attention/attention_metadata.h"
 #include "attention/cuda/split_kv_attention_kernels.h"
-#include "backend/backend.h"
 
 namespace fg {
-
-// The largest step an attention backend must serve; sizes its workspaces.
-struct AttentionLimits {
-  int64_t max_tokens = 0;          // rows of q in one step
-  int64_t max_reqs = 0;            // requests in one step
-  int64_t max_context = 0;         // longest seq_len
-  int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, block_size = 0;
-};
 
 // What the GPU kernels may read before their PDL wait (pdl.cuh), so before the kernel launched
 // just before them (RoPE and the cache write) has finished; every GPU backend's contract lists it.
@@ -62,6 +54,8 @@ class AttentionBackend {
 
 // Factories; "flash" (graph support: always), "split_kv" (uniform_decode) and "auto" (always:
 // split_kv for the small uniform decode batches it serves better, flash for the rest).
+// make_attention_backend chooses by name: flash, split_kv, reference (reference_attention.h), or
+// auto, which falls back to the reference where flash and split_kv do not serve the shape.
 std::unique_ptr<AttentionBackend> make_flash_attention(const AttentionLimits& limits);
 // bounds: the split policy's (split_kv_attention_kernels.h); the defaults are the `split_kv` backend's.
 std::unique_ptr<AttentionBackend> make_split_kv_attention(const AttentionLimits& limits,

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "attention/cuda/attention_backend.h"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/graph_timing.h"
 #include "core/error.h"
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "attention/cuda/attention_bench.h"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 
 namespace fg::attn {
 namespace {

@@ -23,7 +23,7 @@
 
 #include "attention/cuda/attention_backend.h"
 #include "attention/cuda/auto_attention.h"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "core/error.h"
 #include "core/size_buckets.h"
 

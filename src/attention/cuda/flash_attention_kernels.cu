@@ -31,8 +31,8 @@
 // padding.
 #include "attention/cuda/flash_attention_kernels.h"
 #include "attention/cuda/paged_kv_walk.h"
-#include "backend/cuda/cuda_check.h"
-#include "backend/cuda/pdl.cuh"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/pdl.cuh"
 
 namespace fg::attn {
 namespace {

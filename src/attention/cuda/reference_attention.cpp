@@ -3,7 +3,7 @@
 #include "attention/cuda/reference_attention.h"
 
 #include "attention/cuda/reference_attention_kernel.h"
-#include "backend/cuda/tensor_checks.h"
+#include "core/cuda/tensor_checks.h"
 
 namespace fg {
 

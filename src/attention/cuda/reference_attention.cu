@@ -1,7 +1,7 @@
 // attention/cuda/reference_attention.cu — the reference attention kernel and its launcher (see
 // reference_attention.h). Everything a kernel needs per step comes from device tensors.
 #include "attention/cuda/reference_attention_kernel.h"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 
 namespace fg::cuda {
 

@@ -33,7 +33,7 @@
 #include "attention/cuda/attention_backend.h"
 #include "attention/cuda/flash_attention_checks.h"
 #include "attention/cuda/split_kv_attention_kernels.h"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "core/error.h"
 
 namespace fg {

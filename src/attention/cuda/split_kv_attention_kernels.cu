@@ -23,9 +23,9 @@
 // requests write nothing.
 #include "attention/cuda/paged_kv_walk.h"
 #include "attention/cuda/split_kv_attention_kernels.h"
-#include "backend/cuda/cuda_check.h"
-#include "backend/cuda/device_info.h"
-#include "backend/cuda/pdl.cuh"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/device_info.h"
+#include "core/cuda/pdl.cuh"
 
 namespace fg::attn {
 namespace {

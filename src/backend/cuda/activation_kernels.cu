@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "backend/cuda/bf16_vec.cuh"
-#include "backend/cuda/cuda_check.h"
-#include "backend/cuda/pdl.cuh"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/pdl.cuh"
 
 namespace fg::cuda {
 

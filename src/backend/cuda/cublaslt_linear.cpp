@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "backend/cuda/cublas_check.h"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/small_n_linear.h"
 #include "core/error.h"
 

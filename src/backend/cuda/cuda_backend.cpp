@@ -7,13 +7,13 @@
 
 #include "backend/cuda/activation_kernels.h"
 #include "backend/cuda/cublaslt_linear.h"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/gather_kernels.h"
 #include "backend/cuda/norm_kernels.h"
 #include "backend/cuda/rope_kernels.h"
 #include "backend/cuda/sampling.h"
 #include "backend/cuda/streamed_linear.h"
-#include "backend/cuda/tensor_checks.h"
+#include "core/cuda/tensor_checks.h"
 
 namespace fg {
 

@@ -214,9 +214,4 @@ class CudaBackend final : public Backend {
   std::unique_ptr<AttentionBackend> attention_;
 };
 
-// The GPU attention backend called `name`: "reference" (reference_attention.h), "auto" (the
-// `auto` backend, auto_attention.cpp, where flash and split_kv support the shape, else reference),
-// or any other name make_attention_backend knows ("flash", "split_kv").
-std::unique_ptr<AttentionBackend> make_cuda_attention(const std::string& name, const AttentionLimits& limits);
-
 }  // namespace fg

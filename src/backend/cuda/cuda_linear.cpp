@@ -12,7 +12,7 @@
 #include "backend/cuda/rope_kernels.h"
 #include "backend/cuda/small_n_linear.h"
 #include "backend/cuda/streamed_linear.h"
-#include "backend/cuda/tensor_checks.h"
+#include "core/cuda/tensor_checks.h"
 
 namespace fg {
 

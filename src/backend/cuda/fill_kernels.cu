@@ -2,7 +2,7 @@
 // so the values do not depend on the launch shape.
 #include <algorithm>
 
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/fill_kernels.h"
 
 namespace fg::cuda {

@@ -2,9 +2,9 @@
 // split (rows along y, 16-byte column vectors along x), both in 16-byte copies.
 #include <algorithm>
 
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/gather_kernels.h"
-#include "backend/cuda/pdl.cuh"
+#include "core/cuda/pdl.cuh"
 
 namespace fg::cuda {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/fill_kernels.h"
 #include "backend/cuda/gemv_chain_kernels.h"
 #include "backend/cuda/phase_boundaries.h"

@@ -1,10 +1,10 @@
 // backend/cuda/gemv_chain_kernels.cu — see gemv_chain_kernels.h.
 #include "backend/cuda/bf16_vec.cuh"
-#include "backend/cuda/cuda_check.h"
-#include "backend/cuda/device_info.h"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/device_info.h"
 #include "backend/cuda/gemv_chain_kernels.h"
 #include "backend/cuda/grid_barrier.cuh"
-#include "backend/cuda/pdl.cuh"
+#include "core/cuda/pdl.cuh"
 #include "backend/cuda/streaming_load.cuh"
 
 #include <algorithm>

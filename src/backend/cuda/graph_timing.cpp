@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "core/error.h"
 
 namespace fg::cuda {

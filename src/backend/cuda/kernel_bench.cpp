@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/fill_kernels.h"
 #include "backend/cuda/graph_timing.h"
 #include "backend/cuda/gemv_chain_bench.h"
@@ -597,15 +597,7 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
   fmt::print("\nDecode step, random weights, context {} per request, {} attention\n", kContext, attention);
   fmt::print("{:<14} {:>5} | {:>10} {:>10}\n", "model", "batch", "eager ms", "graph ms");
   for (const auto& [name, c] : decode_step_models()) {
-    AttentionLimits limits;
-    limits.max_tokens = kMaxBatch;
-    limits.max_reqs = kMaxBatch;
-    limits.max_context = kContext;
-    limits.num_heads = c.num_heads;
-    limits.num_kv_heads = c.num_kv_heads;
-    limits.head_dim = c.head_dim;
-    limits.block_size = kBlockSize;
-    backend.set_attention(make_cuda_attention(attention, limits));
+    backend.set_attention(make_attention_backend(attention, attention_limits(c, kMaxBatch, kMaxBatch, kContext, kBlockSize)));
     LlamaModel model(c, random_weights(backend, c), backend, kMaxBatch, kMaxBatch);
     KvCache kv = allocate_kv_cache(backend, c, 1 + kMaxBatch * kBlocksPerRequest, kBlockSize, DType::kBF16);
     for (size_t l = 0; l < kv.layers.size(); ++l)

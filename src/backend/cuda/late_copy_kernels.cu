@@ -1,7 +1,7 @@
 // backend/cuda/late_copy_kernels.cu — the late copy (late_copy_kernels.h).
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/late_copy_kernels.h"
-#include "backend/cuda/pdl.cuh"
+#include "core/cuda/pdl.cuh"
 
 namespace fg::cuda {
 namespace {

@@ -1,6 +1,6 @@
 // backend/cuda/logprob_kernels.cu — raw logprobs (L_max, Z, top n) and the sampled token's logprob,
 // with the per-token formulas of sampling_math.h, exactly as the CPU reference computes them.
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/logprob_kernels.h"
 #include "sampling/sampling_math.h"
 

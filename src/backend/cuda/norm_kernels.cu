@@ -4,9 +4,9 @@
 // A row lives in registers between its two passes (sum of squares, then scale), so each element
 // is read once and written once. The sum's order depends on the row width alone.
 #include "backend/cuda/bf16_vec.cuh"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/norm_kernels.h"
-#include "backend/cuda/pdl.cuh"
+#include "core/cuda/pdl.cuh"
 
 namespace fg::cuda {
 

@@ -1,6 +1,6 @@
 // backend/cuda/penalty_kernels.cu — penalties in place: one block per row, one thread per list
 // entry. Tokens of a row's list are distinct, so no two threads touch one logit.
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/penalty_kernels.h"
 #include "sampling/sampling_math.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/fill_kernels.h"
 #include "backend/cuda/graph_timing.h"
 #include "backend/cuda/phase_read_kernels.h"

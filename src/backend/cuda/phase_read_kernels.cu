@@ -1,8 +1,8 @@
 // backend/cuda/phase_read_kernels.cu — see phase_read_kernels.h.
-#include "backend/cuda/cuda_check.h"
-#include "backend/cuda/device_info.h"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/device_info.h"
 #include "backend/cuda/grid_barrier.cuh"
-#include "backend/cuda/pdl.cuh"
+#include "core/cuda/pdl.cuh"
 #include "backend/cuda/phase_read_kernels.h"
 #include "backend/cuda/streaming_load.cuh"
 

@@ -1,7 +1,7 @@
 // backend/cuda/read_kernels.cu — see read_kernels.h.
-#include "backend/cuda/cuda_check.h"
-#include "backend/cuda/device_info.h"
-#include "backend/cuda/pdl.cuh"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/device_info.h"
+#include "core/cuda/pdl.cuh"
 #include "backend/cuda/read_kernels.h"
 #include "backend/cuda/streaming_load.cuh"
 

@@ -5,8 +5,8 @@
 // DESIGN.md's contract says its slot is -1 and nothing may be written for it). The rotation is
 // rope_rotate (qkv_rope.h), which the q/k/v matmul's fused store shares, so both give the same bits.
 #include "backend/cuda/bf16_vec.cuh"
-#include "backend/cuda/cuda_check.h"
-#include "backend/cuda/pdl.cuh"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/pdl.cuh"
 #include "backend/cuda/qkv_rope.h"
 #include "backend/cuda/rope_kernels.h"
 

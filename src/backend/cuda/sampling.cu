@@ -23,7 +23,7 @@
 #include <climits>
 #include <cstdint>
 
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/sampling.h"
 #include "sampling/philox.h"
 #include "sampling/sampling_math.h"

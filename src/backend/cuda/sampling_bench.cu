@@ -11,7 +11,7 @@
 #include <exception>
 #include <vector>
 
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/sampling.h"
 #include "backend/cuda/sampling_bench.h"
 #include "sampling/philox.h"

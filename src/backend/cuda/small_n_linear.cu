@@ -25,10 +25,10 @@
 // on the weight's shape only, and the tensor core computes each output from its own row and
 // column, so every n in 1..16 gives bit-identical rows.
 #include "backend/cuda/bf16_vec.cuh"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/input_norm.h"
 #include "backend/cuda/mma_bf16.cuh"
-#include "backend/cuda/pdl.cuh"
+#include "core/cuda/pdl.cuh"
 #include "backend/cuda/qkv_rope.h"
 #include "backend/cuda/small_n_linear.h"
 

@@ -9,7 +9,7 @@
 #include <map>
 #include <memory>
 
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/graph_timing.h"
 #include "core/error.h"
 

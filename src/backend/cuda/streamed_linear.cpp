@@ -9,7 +9,7 @@
 #include <map>
 #include <tuple>
 
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "core/error.h"
 
 namespace fg::cuda {

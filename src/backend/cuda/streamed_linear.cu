@@ -57,10 +57,10 @@
 // clusters that meet through distributed shared memory, instead of the workspace, were slower
 // (8B down_proj in 4 slices: 43.8 us against 34.9; in 2: 32.7 against 32.1).
 #include "backend/cuda/bf16_vec.cuh"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/input_norm.h"
 #include "backend/cuda/mma_bf16.cuh"
-#include "backend/cuda/pdl.cuh"
+#include "core/cuda/pdl.cuh"
 #include "backend/cuda/qkv_rope.h"
 #include "backend/cuda/streamed_linear.h"
 

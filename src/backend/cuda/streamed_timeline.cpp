@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 #include "backend/cuda/fill_kernels.h"
 #include "backend/cuda/streamed_linear.h"
 #include "core/error.h"

@@ -1,5 +1,5 @@
-// backend/cuda/cuda_check.cpp — the message of a failed CUDA call.
-#include "backend/cuda/cuda_check.h"
+// core/cuda/cuda_check.cpp — the message of a failed CUDA call.
+#include "core/cuda/cuda_check.h"
 
 #include "core/error.h"
 

@@ -1,6 +1,6 @@
-// backend/cuda/device_info.cu — device enumeration through the CUDA runtime.
-#include "backend/cuda/cuda_check.h"
-#include "backend/cuda/device_info.h"
+// core/cuda/device_info.cu — device enumeration through the CUDA runtime.
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/device_info.h"
 
 namespace fg::cuda {
 

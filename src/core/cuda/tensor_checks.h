@@ -1,4 +1,4 @@
-// backend/cuda/tensor_checks.h — the host-side argument checks of CudaBackend's ops: where a
+// core/cuda/tensor_checks.h — the host-side argument checks of CudaBackend's ops: where a
 // tensor lives, its dtype and its alignment, with messages that name the op's tensor; and the
 // BF16 pointer the launchers take of a checked tensor. Host code only (.cpp files): fmt's format
 // checks do not compile under nvcc.

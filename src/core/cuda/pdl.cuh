@@ -1,4 +1,4 @@
-// backend/cuda/pdl.cuh — programmatic dependent launch (PDL, sm_90): the launch and the device side.
+// core/cuda/pdl.cuh — programmatic dependent launch (PDL, sm_90): the launch and the device side.
 //
 // A kernel launched with cudaLaunchAttributeProgrammaticStreamSerialization may start before the
 // previous kernel in its stream has finished, once that kernel's blocks have all called
@@ -16,7 +16,7 @@
 
 #include <utility>
 
-#include "backend/cuda/cuda_check.h"
+#include "core/cuda/cuda_check.h"
 
 namespace fg::cuda {
 

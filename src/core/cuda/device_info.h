@@ -1,4 +1,4 @@
-// backend/cuda/device_info.h — what CUDA devices this machine has, for `fullgraph info` and for
+// core/cuda/device_info.h — what CUDA devices this machine has, for `fullgraph info` and for
 // GPU tests that must skip cleanly where there is none.
 #pragma once
 

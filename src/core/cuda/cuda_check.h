@@ -1,4 +1,4 @@
-// backend/cuda/cuda_check.h — every CUDA runtime call goes through FG_CUDA_CHECK, which turns a
+// core/cuda/cuda_check.h — every CUDA runtime call goes through FG_CUDA_CHECK, which turns a
 // failure into an fg::Error naming the call, the error and file:line.
 //
 // The error is raised from a host-compiled function so that .cu files need not instantiate fmt's
