@@ -11,6 +11,7 @@
 #include <random>
 
 #include "engine/engine.h"
+#include "runner/model_runner.h"
 #include "model/model_loader.h"
 #include "test_support.h"
 
@@ -25,7 +26,6 @@ struct EngineModelFixture {
   std::unique_ptr<LlamaModel> model;
   KvCache kv;
   std::unique_ptr<ModelRunner> runner;
-  std::unique_ptr<RunnerExecutor> executor;
 
   EngineModelFixture(Backend& backend, const PrepareBackend& prepare, const std::string& model_dir,
                      int64_t num_blocks, int64_t budget, int64_t max_seqs) {
@@ -43,7 +43,6 @@ struct EngineModelFixture {
     ro.capture_sizes = {1, 2, 4, 8, 16, 32, 64};
     runner = std::make_unique<ModelRunner>(*model, kv, ro, [](const std::string&) {});
     runner->capture_graphs();
-    executor = std::make_unique<RunnerExecutor>(*runner);
   }
 };
 
@@ -110,7 +109,7 @@ inline void expect_together_equals_alone(const std::function<std::unique_ptr<Bac
   const std::vector<EngineTestRequest> requests = engine_test_requests(together.config.vocab_size);
 
   KvBlockManager blocks({25, 16, /*enable_prefix_caching=*/true});
-  Engine engine(*together.executor, blocks, nullptr, engine_test_options(together.config, kBudget, kSeqs));
+  Engine engine(*together.runner, blocks, nullptr, engine_test_options(together.config, kBudget, kSeqs));
   std::vector<std::vector<int32_t>> got(requests.size());
   const std::unique_ptr<bool[]> done(new bool[requests.size()]());
   for (size_t i = 0; i < requests.size(); ++i) engine.submit(engine_test_spec(requests[i], &got[i], &done[i]));
@@ -126,7 +125,7 @@ inline void expect_together_equals_alone(const std::function<std::unique_ptr<Bac
   EngineModelFixture alone(*solo_backend, prepare, model_dir, 12, kBudget, kSeqs);
   for (size_t i = 0; i < requests.size(); ++i) {
     KvBlockManager solo_blocks({12, 16, false});
-    Engine solo(*alone.executor, solo_blocks, nullptr, engine_test_options(alone.config, kBudget, kSeqs));
+    Engine solo(*alone.runner, solo_blocks, nullptr, engine_test_options(alone.config, kBudget, kSeqs));
     std::vector<int32_t> expected;
     bool finished = false;
     solo.submit(engine_test_spec(requests[i], &expected, &finished));

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
-#include "engine/greedy_generator.h"
+#include "runner/greedy_generator.h"
 #include "model/model_loader.h"
 #include "test_support.h"
 #include "tokenizer/chat_template.h"

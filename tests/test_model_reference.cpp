@@ -7,9 +7,9 @@
 #include <numeric>
 
 #include "backend/cpu/cpu_backend.h"
-#include "engine/greedy_generator.h"
+#include "runner/greedy_generator.h"
 #include "model/model_loader.h"
-#include "runner/host_step.h"
+#include "runner/step_builder.h"
 #include "test_support.h"
 
 namespace fg {
@@ -95,8 +95,8 @@ std::vector<std::vector<float>> single_prompt_logits(LlamaModel& model, Backend&
     KvCache kv = allocate_kv_cache(backend, model.config(), blocks + 1, block_size, DType::kF32);
     std::vector<int32_t> ids(static_cast<size_t>(blocks));
     std::iota(ids.begin(), ids.end(), 1);
-    DeviceStep d = upload_step(backend, build_host_step({{p.ids, 0, ids, true}}, block_size, blocks));
-    Tensor logits = model.forward(d.inputs, kv);
+    DeviceStep d = upload_step(backend, {test::reference_request(p.ids, 0, ids, true)}, block_size, blocks);
+    Tensor logits = model.forward(d.views.inputs, kv);
     out.push_back(std::vector<float>(logits.as<const float>(), logits.as<const float>() + logits.numel()));
   }
   return out;
@@ -116,15 +116,15 @@ TEST_P(ModelReference, VarlenBatchEqualsSinglePrompts) {
 
   // Requests get interleaved, non-contiguous blocks so that block-table indexing is exercised.
   KvCache kv = allocate_kv_cache(backend_, model.config(), 1 + max_blocks * 4, block_size, DType::kF32);
-  std::vector<RequestChunk> chunks;
+  std::vector<std::vector<int32_t>> block_ids(prompts_.size());
+  std::vector<ScheduledRequest> requests;
   for (size_t r = 0; r < prompts_.size(); ++r) {
-    RequestChunk c{prompts_[r].ids, 0, {}, true};
-    const int64_t blocks = (static_cast<int64_t>(c.token_ids.size()) + block_size - 1) / block_size;
-    for (int64_t b = 0; b < blocks; ++b) c.block_ids.push_back(static_cast<int32_t>(1 + b * 4 + (3 - r)));
-    chunks.push_back(c);
+    const int64_t blocks = (static_cast<int64_t>(prompts_[r].ids.size()) + block_size - 1) / block_size;
+    for (int64_t b = 0; b < blocks; ++b) block_ids[r].push_back(static_cast<int32_t>(1 + b * 4 + (3 - r)));
+    requests.push_back(test::reference_request(prompts_[r].ids, 0, block_ids[r], true));
   }
-  DeviceStep d = upload_step(backend_, build_host_step(chunks, block_size, max_blocks));
-  Tensor logits = model.forward(d.inputs, kv);
+  DeviceStep d = upload_step(backend_, requests, block_size, max_blocks);
+  Tensor logits = model.forward(d.views.inputs, kv);
   int64_t row = 0;
   for (size_t r = 0; r < prompts_.size(); ++r) {
     const int64_t T = static_cast<int64_t>(prompts_[r].ids.size());
@@ -152,12 +152,13 @@ TEST_P(ModelReference, PagedPrefillThenDecodeEqualsFullForward) {
 
     std::vector<float> got;
     std::vector<int32_t> first(p.ids.begin(), p.ids.begin() + prefill);
-    DeviceStep d = upload_step(backend_, build_host_step({{first, 0, ids, true}}, block_size, blocks));
-    Tensor logits = model.forward(d.inputs, kv);
+    DeviceStep d = upload_step(backend_, {test::reference_request(first, 0, ids, true)}, block_size, blocks);
+    Tensor logits = model.forward(d.views.inputs, kv);
     got.insert(got.end(), logits.as<const float>(), logits.as<const float>() + logits.numel());
     for (int64_t t = prefill; t < T; ++t) {
-      DeviceStep s = upload_step(backend_, build_host_step({{{p.ids[t]}, t, ids, false}}, block_size, blocks));
-      Tensor row = model.forward(s.inputs, kv);
+      DeviceStep s =
+          upload_step(backend_, {test::reference_request({&p.ids[t], 1}, t, ids, false)}, block_size, blocks);
+      Tensor row = model.forward(s.views.inputs, kv);
       got.insert(got.end(), row.as<const float>(), row.as<const float>() + V);
     }
     EXPECT_LE(test::max_abs_diff(got, full), 1e-5f * test::max_abs(full)) << "prompt " << i << " of " << T;

@@ -73,10 +73,6 @@ struct PaddedDecodeScenario {
   std::vector<TestRequest> requests;
 };
 
-template <typename T>
-T* field(void* base, size_t offset) {
-  return reinterpret_cast<T*>(static_cast<char*>(base) + offset);
-}
 
 using test::error_of;
 
@@ -93,7 +89,7 @@ TEST(PaddingContract, ContractFillGivesTheUnpaddedEagerResult) {
 // The seed: query_start_loc padded with -1 breaks the non-decreasing offsets attention needs.
 TEST(PaddingContract, QueryStartLocMinusOneIsCaughtByTheKernelAndByCheckedMode) {
   const auto minus_one = [](const StepLayout& layout, void* base) {
-    int32_t* qsl = field<int32_t>(base, layout.query_start_loc);
+    int32_t* qsl = layout.at<int32_t>(base, StepField::kQueryStartLoc);
     qsl[4] = -1;  // 3 real requests: entry 4 is the padded request's end offset
   };
   PaddedDecodeScenario unchecked(false);
@@ -111,7 +107,7 @@ TEST(PaddingContract, QueryStartLocMinusOneIsCaughtByTheKernelAndByCheckedMode) 
 // next step of the real request reads them and its logits change.
 TEST(PaddingContract, SlotMappingOfARealTokenCorruptsTheCacheAndCheckedModeRejectsIt) {
   const auto steal_slot = [](const StepLayout& layout, void* base) {
-    int64_t* slots = field<int64_t>(base, layout.slot_mapping);
+    int64_t* slots = layout.at<int64_t>(base, StepField::kSlotMapping);
     slots[3] = slots[0] - 5;  // a slot request 0 filled during its prefill
   };
   PaddedDecodeScenario good(false), bad(false);
@@ -130,8 +126,8 @@ TEST(PaddingContract, SlotMappingOfARealTokenCorruptsTheCacheAndCheckedModeRejec
 // that are not its own: the CPU oracle refuses the ids, checked mode refuses both fills.
 TEST(PaddingContract, SeqLensAndBlockTableFillsAreEnforced) {
   const auto garbage = [](const StepLayout& layout, void* base) {
-    field<int32_t>(base, layout.seq_lens)[3] = 17;
-    int32_t* row = field<int32_t>(base, layout.block_table) + 3 * layout.max_blocks_per_seq;
+    layout.at<int32_t>(base, StepField::kSeqLens)[3] = 17;
+    int32_t* row = layout.at<int32_t>(base, StepField::kBlockTable) + 3 * layout.max_blocks_per_seq;
     row[0] = -1;
     row[1] = 100000;
   };
@@ -147,7 +143,7 @@ TEST(PaddingContract, SeqLensAndBlockTableFillsAreEnforced) {
 
   PaddedDecodeScenario checked_table(true);
   checked_table.runner->set_staging_hook([](const StepLayout& layout, void* base) {
-    field<int32_t>(base, layout.block_table)[3 * layout.max_blocks_per_seq + 2] = 9;
+    layout.at<int32_t>(base, StepField::kBlockTable)[3 * layout.max_blocks_per_seq + 2] = 9;
   });
   EXPECT_THAT(error_of([&] { checked_table.runner->execute(checked_table.decode_step()); }),
               HasSubstr("checked mode: block_table["));

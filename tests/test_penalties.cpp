@@ -32,7 +32,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "runner/input_check.h"
-#include "runner/step_staging.h"
+#include "runner/step_builder.h"
 #include "sampling/cpu_logprobs.h"
 #include "sampling/cpu_penalties.h"
 #include "sampling/cpu_sampler.h"
@@ -545,8 +545,8 @@ struct StagedBatch {
   }
   void stage() { staged = stage_step(requests, layout, PaddingContract{}, 16, memory.data()); }
   template <typename T>
-  T* at(size_t offset) {
-    return reinterpret_cast<T*>(reinterpret_cast<char*>(memory.data()) + offset);
+  T* at(StepField field) {
+    return layout.at<T>(memory.data(), field);
   }
   void check() {
     InputCheckLimits limits{50, 4096, 64, 16};
@@ -563,24 +563,24 @@ TEST(PenaltyStaging, ListsHoldDistinctTokensWithOutputCountsAndPaddedRowsAreNeut
   StagedBatch b({{{1, 2, 2, 9}, {3, 1, 3}}, {{4, 4, 7}, {7, 8, 8, 8}}, {{11, 12}, {13, 13}}}, {none, rep, pres}, 5,
                 100);
   b.stage();
-  const int32_t* offsets = b.at<int32_t>(b.layout.penalty_offsets);
-  const int32_t* entries = b.at<int32_t>(b.layout.penalty_entries);
+  const int32_t* offsets = b.at<int32_t>(StepField::kPenaltyOffsets);
+  const int32_t* entries = b.at<int32_t>(StepField::kPenaltyEntries);
   // Row 0 has no penalties: empty. Row 1: output {7: 1, 8: 3}, then the prompt's 4 (count 0).
   // Row 2: presence only, so the output alone: {13: 2}. Padded rows 3, 4: empty.
   EXPECT_EQ(std::vector<int32_t>(offsets, offsets + 6), (std::vector<int32_t>{0, 0, 3, 4, 4, 4}));
   EXPECT_EQ(std::vector<int32_t>(entries, entries + 8), (std::vector<int32_t>{7, 1, 8, 3, 4, 0, 13, 2}));
   EXPECT_EQ(b.staged.penalty_entries, 4);
   EXPECT_TRUE(b.staged.any_logprobs);
-  EXPECT_EQ(b.staged.copy_bytes, b.layout.penalty_entries + 4 * 8);
-  const float* repetition = b.at<float>(b.layout.repetition_penalty);
-  const int32_t* num_logprobs = b.at<int32_t>(b.layout.num_logprobs);
+  EXPECT_EQ(b.staged.copy_bytes, b.layout.offsets[static_cast<size_t>(StepField::kPenaltyEntries)] + 4 * 8);
+  const float* repetition = b.at<float>(sampling_step_field(&SamplingParams::repetition_penalty));
+  const int32_t* num_logprobs = b.at<int32_t>(sampling_step_field(&SamplingParams::num_logprobs));
   EXPECT_EQ(repetition[1], 1.2f);
-  EXPECT_EQ(b.at<float>(b.layout.presence_penalty)[2], 0.5f);
+  EXPECT_EQ(b.at<float>(sampling_step_field(&SamplingParams::presence_penalty))[2], 0.5f);
   EXPECT_EQ(num_logprobs[0], 3);
   for (int r = 3; r < 5; ++r) {
     EXPECT_EQ(repetition[r], 1.0f);
-    EXPECT_EQ(b.at<float>(b.layout.presence_penalty)[r], 0.0f);
-    EXPECT_EQ(b.at<float>(b.layout.frequency_penalty)[r], 0.0f);
+    EXPECT_EQ(b.at<float>(sampling_step_field(&SamplingParams::presence_penalty))[r], 0.0f);
+    EXPECT_EQ(b.at<float>(sampling_step_field(&SamplingParams::frequency_penalty))[r], 0.0f);
     EXPECT_EQ(num_logprobs[r], -1);
   }
   EXPECT_NO_THROW(b.check());
@@ -591,7 +591,7 @@ TEST(PenaltyStaging, AStepWithoutPenaltiesCopiesNoListBytes) {
   b.stage();
   EXPECT_EQ(b.staged.penalty_entries, 0);
   EXPECT_FALSE(b.staged.any_logprobs);
-  EXPECT_EQ(b.staged.copy_bytes, b.layout.penalty_entries);
+  EXPECT_EQ(b.staged.copy_bytes, b.layout.offsets[static_cast<size_t>(StepField::kPenaltyEntries)]);
   EXPECT_EQ(b.layout.total_bytes, b.staged.copy_bytes + 8 * (size_t{1} << 16));  // the capacity stays behind
 }
 
@@ -620,24 +620,24 @@ TEST(PenaltyStaging, CheckedModeRejectsBadListsAndValuesNamingFieldIndexAndValue
     std::string message;
   };
   const std::vector<Case> cases = {
-      {[](StagedBatch& b) { b.at<int32_t>(b.layout.penalty_offsets)[1] = 7; },
+      {[](StagedBatch& b) { b.at<int32_t>(StepField::kPenaltyOffsets)[1] = 7; },
        "checked mode: penalty_offsets[2] = 6, expected a value in [penalty_offsets[1] = 7, 64]"},
-      {[](StagedBatch& b) { b.at<int32_t>(b.layout.penalty_offsets)[3] = 65; }, "penalty_offsets[3] = 65"},
-      {[](StagedBatch& b) { b.at<int32_t>(b.layout.penalty_entries)[2] = 50; },
+      {[](StagedBatch& b) { b.at<int32_t>(StepField::kPenaltyOffsets)[3] = 65; }, "penalty_offsets[3] = 65"},
+      {[](StagedBatch& b) { b.at<int32_t>(StepField::kPenaltyEntries)[2] = 50; },
        "checked mode: penalty_entries.token[1] = 50, expected a token id in [0, 50)"},
-      {[](StagedBatch& b) { b.at<int32_t>(b.layout.penalty_entries)[3] = -2; }, "penalty_entries.count[1] = -2"},
-      {[](StagedBatch& b) { b.at<int32_t>(b.layout.penalty_entries)[2] = 4; },
+      {[](StagedBatch& b) { b.at<int32_t>(StepField::kPenaltyEntries)[3] = -2; }, "penalty_entries.count[1] = -2"},
+      {[](StagedBatch& b) { b.at<int32_t>(StepField::kPenaltyEntries)[2] = 4; },
        "penalty_entries.token[1] = 4 is listed twice for request 0"},
-      {[](StagedBatch& b) { b.at<float>(b.layout.repetition_penalty)[1] = -1.0f; },
+      {[](StagedBatch& b) { b.at<float>(sampling_step_field(&SamplingParams::repetition_penalty))[1] = -1.0f; },
        "checked mode: repetition_penalty[1] = -1"},
-      {[](StagedBatch& b) { b.at<float>(b.layout.frequency_penalty)[0] = 3.0f; }, "frequency_penalty[0] = 3"},
-      {[](StagedBatch& b) { b.at<int32_t>(b.layout.num_logprobs)[2] = 21; }, "num_logprobs[2] = 21"},
-      {[](StagedBatch& b) { b.at<int32_t>(b.layout.num_logprobs)[3] = 0; },
+      {[](StagedBatch& b) { b.at<float>(sampling_step_field(&SamplingParams::frequency_penalty))[0] = 3.0f; }, "frequency_penalty[0] = 3"},
+      {[](StagedBatch& b) { b.at<int32_t>(sampling_step_field(&SamplingParams::num_logprobs))[2] = 21; }, "num_logprobs[2] = 21"},
+      {[](StagedBatch& b) { b.at<int32_t>(sampling_step_field(&SamplingParams::num_logprobs))[3] = 0; },
        "num_logprobs[3] = 0, expected -1 (padded rows want no logprobs)"},
-      {[](StagedBatch& b) { b.at<float>(b.layout.presence_penalty)[3] = 1.0f; }, "presence_penalty[3] = 1"},
-      {[](StagedBatch& b) { b.at<int32_t>(b.layout.penalty_offsets)[3] = 7; },
+      {[](StagedBatch& b) { b.at<float>(sampling_step_field(&SamplingParams::presence_penalty))[3] = 1.0f; }, "presence_penalty[3] = 1"},
+      {[](StagedBatch& b) { b.at<int32_t>(StepField::kPenaltyOffsets)[3] = 7; },
        "penalty_offsets[3] = 7, expected 6 (a request without penalties has an empty list)"},
-      {[](StagedBatch& b) { b.at<int32_t>(b.layout.penalty_offsets)[4] = 7; },
+      {[](StagedBatch& b) { b.at<int32_t>(StepField::kPenaltyOffsets)[4] = 7; },
        "penalty_offsets[4] = 7, expected 6 (padded rows have empty lists)"},
   };
   for (const Case& c : cases) {

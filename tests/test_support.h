@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "model/safetensors.h"
+#include "runner/step_io.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fg::test {
@@ -41,6 +42,18 @@ inline const Tokenizer& tokenizer_fixture(const std::string& name) {
 }
 
 // The message of the fg::Error that `f` throws, or "(no error)".
+// One request of a reference step (upload_step): `tokens` on top of `num_computed` tokens already
+// cached in `blocks`; all_logits asks for every position's logits.
+inline ScheduledRequest reference_request(std::span<const int32_t> tokens, int64_t num_computed,
+                                          std::span<const int32_t> blocks, bool all_logits) {
+  ScheduledRequest r;
+  r.token_ids = tokens;
+  r.num_computed = num_computed;
+  r.block_ids = blocks;
+  r.all_logits = all_logits;
+  return r;
+}
+
 inline std::string error_of(const std::function<void()>& f) {
   try {
     f();

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "backend/cpu/cpu_backend.h"
-#include "engine/greedy_generator.h"
+#include "runner/greedy_generator.h"
 #include "model/model_loader.h"
 #include "model/safetensors.h"
 #include "test_support.h"

@@ -22,11 +22,13 @@ const char* graph_support_name(GraphSupport support);
 // padded entries always repeat the last real offset (non-decreasing; padded requests own zero
 // query tokens). A backend that needs more than this lists it in `extra_requirements`.
 struct PaddingContract {
-  int32_t seq_lens_fill = 0;        // seq_lens[num_reqs ..]
-  int64_t slot_mapping_fill = -1;   // slot_mapping[num_tokens ..]; kernels skip negative slots
-  int32_t block_table_fill = 0;     // every entry of padded rows: the null block
-  int32_t input_ids_fill = 0;       // a valid id; results of padded tokens are discarded
-  int32_t positions_fill = 0;       // a valid position
+  // Each value is stored in the field's own element type (runner/step_fields.h); int64_t here so
+  // that the runner's field table can point at any of them.
+  int64_t seq_lens_fill = 0;       // seq_lens[num_reqs ..]
+  int64_t slot_mapping_fill = -1;  // slot_mapping[num_tokens ..]; kernels skip negative slots
+  int64_t block_table_fill = 0;    // every entry of padded rows (and past a real row's blocks): the null block
+  int64_t input_ids_fill = 0;      // a valid id; results of padded tokens are discarded
+  int64_t positions_fill = 0;      // a valid position
   bool requires_uniform_query_len = false;  // every real request has the same query length
   std::vector<std::string> extra_requirements;  // in words, for logs and checked-mode messages
 };

@@ -189,7 +189,6 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   if (!o.cuda_graph_sizes.empty()) ro.capture_sizes = parse_capture_sizes(o.cuda_graph_sizes, o.max_num_batched_tokens);
   s->runner = std::make_unique<ModelRunner>(*s->model, s->kv, ro, log);
   s->runner->capture_graphs(/*show_progress=*/true);
-  s->executor = std::make_unique<RunnerExecutor>(*s->runner);
   s->blocks = std::make_unique<KvBlockManager>(KvBlockManagerOptions{num_blocks, o.block_size, o.enable_prefix_caching});
 
   EngineOptions eo;
@@ -199,7 +198,7 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   eo.vocab_size = c.vocab_size;
   eo.eos_token_ids = s->eos_token_ids;
   eo.seed = o.seed;
-  s->engine = std::make_unique<Engine>(*s->executor, *s->blocks, s->tokenizer.get(), eo);
+  s->engine = std::make_unique<Engine>(*s->runner, *s->blocks, s->tokenizer.get(), eo);
   return s;
 }
 

@@ -15,6 +15,7 @@
 #include "backend/backend_factory.h"
 #include "engine/engine.h"
 #include "model/llama_model.h"
+#include "runner/model_runner.h"
 #include "tokenizer/chat_template.h"
 
 namespace fg::cli {
@@ -54,7 +55,6 @@ struct EngineSetup {
   std::unique_ptr<LlamaModel> model;
   KvCache kv;
   std::unique_ptr<ModelRunner> runner;
-  std::unique_ptr<RunnerExecutor> executor;
   std::unique_ptr<KvBlockManager> blocks;
   std::unique_ptr<Engine> engine;
   std::vector<int32_t> eos_token_ids;  // config.json's and generation_config.json's

@@ -16,7 +16,7 @@
 #include "backend/backend_factory.h"
 #include "backend/cpu/cpu_backend.h"
 #include "cli/batch_generate.h"
-#include "engine/greedy_generator.h"
+#include "runner/greedy_generator.h"
 #include "model/model_loader.h"
 #include "model/safetensors.h"
 #include "tokenizer/builtin_tokenizer.h"

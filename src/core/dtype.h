@@ -5,6 +5,9 @@
 #include <cstring>
 #include <optional>
 #include <string_view>
+#include <type_traits>
+
+#include "core/error.h"
 
 namespace fg {
 
@@ -32,10 +35,37 @@ inline uint16_t float_to_bf16(float value) {
   return static_cast<uint16_t>((bits + rounding) >> 16);
 }
 
+// The dtype of a C++ element type that host code reads and writes directly (the 32- and 64-bit
+// types; 16-bit floats are stored as uint16_t bits and converted explicitly).
+template <typename T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DType::kF32;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::kI32;
+  else {
+    static_assert(std::is_same_v<T, int64_t>, "dtype_of: F32, I32 and I64 have host element types");
+    return DType::kI64;
+  }
+}
+
+// Calls f(T{}) with the host element type T of `dtype` (F32, I32 or I64; asserts on the others).
+template <typename F>
+void visit_host_type(DType dtype, F&& f);
+
 float f16_to_float(uint16_t bits);
 uint16_t float_to_f16(float value);
 
 // n values of type `from` (BF16, F16 or F32) to BF16, each rounded to nearest even.
 void convert_to_bf16(const void* src, DType from, uint16_t* dst, int64_t n);
+
+template <typename F>
+void visit_host_type(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kF32: f(float{}); return;
+    case DType::kI32: f(int32_t{}); return;
+    case DType::kI64: f(int64_t{}); return;
+    default: break;
+  }
+  FG_ASSERT(false && "16-bit floats have no host element type");
+}
 
 }  // namespace fg

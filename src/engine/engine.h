@@ -23,7 +23,7 @@
 #include "engine/kv_block_manager.h"
 #include "engine/request_output.h"
 #include "engine/scheduler.h"
-#include "engine/step_executor.h"
+#include "runner/step_io.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fg {

@@ -7,16 +7,12 @@
 #include <vector>
 
 #include "core/error.h"
+#include "runner/step_builder.h"
 #include "sampling/sampling_params.h"
 
 namespace fg {
 
 namespace {
-
-template <typename T>
-const T* field(const void* base, size_t offset) {
-  return reinterpret_cast<const T*>(static_cast<const char*>(base) + offset);
-}
 
 template <typename T, typename U>
 void expect_equal(const char* name, int64_t index, T value, U expected, const char* why) {
@@ -30,39 +26,25 @@ void expect_range(const char* name, int64_t index, T value, int64_t low, int64_t
            low, high);
 }
 
-}  // namespace
-
-void check_step_inputs(const StepLayout& layout, const void* base, int64_t num_tokens, int64_t num_reqs,
-                       bool uniform_decode, const PaddingContract& contract, const InputCheckLimits& limits) {
-  const int64_t T = layout.num_tokens, R = layout.num_reqs, B = layout.max_blocks_per_seq, bs = limits.block_size;
-  FG_CHECK(num_tokens >= 1 && num_tokens <= T && num_reqs >= 1 && num_reqs <= R && num_reqs <= num_tokens,
-           "checked mode: {} tokens over {} requests do not fit the padded shape ({}, {})", num_tokens, num_reqs, T, R);
-  const int32_t* input_ids = field<int32_t>(base, layout.input_ids);
-  const int32_t* positions = field<int32_t>(base, layout.positions);
-  const int64_t* slots = field<int64_t>(base, layout.slot_mapping);
-  const int32_t* qsl = field<int32_t>(base, layout.query_start_loc);
-  const int32_t* seq_lens = field<int32_t>(base, layout.seq_lens);
-  const int32_t* logits_indices = field<int32_t>(base, layout.logits_indices);
-  const float* temperature = field<float>(base, layout.temperature);
-  const int32_t* top_k = field<int32_t>(base, layout.top_k);
-  const float* top_p = field<float>(base, layout.top_p);
-  const float* min_p = field<float>(base, layout.min_p);
-  const int32_t* table = field<int32_t>(base, layout.block_table);
-  const float* repetition = field<float>(base, layout.repetition_penalty);
-  const float* presence = field<float>(base, layout.presence_penalty);
-  const float* frequency = field<float>(base, layout.frequency_penalty);
-  const int32_t* num_logprobs = field<int32_t>(base, layout.num_logprobs);
-  const int32_t* penalty_offsets = field<int32_t>(base, layout.penalty_offsets);
-
-  // Real requests: monotonic offsets, lengths within bounds, blocks and slots in range.
+// Real requests: monotonic offsets, lengths within bounds, blocks and slots in range.
+void check_attention_rows(const StepLayout& layout, const void* base, const StepShape& shape,
+                          const PaddingContract& contract, const InputCheckLimits& limits) {
+  const int64_t B = layout.max_blocks_per_seq, bs = limits.block_size;
+  const int32_t* input_ids = layout.at<int32_t>(base, StepField::kInputIds);
+  const int32_t* positions = layout.at<int32_t>(base, StepField::kPositions);
+  const int64_t* slots = layout.at<int64_t>(base, StepField::kSlotMapping);
+  const int32_t* qsl = layout.at<int32_t>(base, StepField::kQueryStartLoc);
+  const int32_t* seq_lens = layout.at<int32_t>(base, StepField::kSeqLens);
+  const int32_t* logits_indices = layout.at<int32_t>(base, StepField::kLogitsIndices);
+  const int32_t* table = layout.at<int32_t>(base, StepField::kBlockTable);
   expect_equal("query_start_loc", 0, qsl[0], 0, "offsets start at 0");
   int64_t first_query_len = -1;
-  for (int64_t r = 0; r < num_reqs; ++r) {
+  for (int64_t r = 0; r < shape.num_reqs; ++r) {
     const int64_t query_len = int64_t{qsl[r + 1]} - qsl[r];
     FG_CHECK(query_len >= 1, "checked mode: query_start_loc[{}] = {}, expected more than query_start_loc[{}] = {} "
              "(offsets must increase over real requests; each owns at least one token)", r + 1, qsl[r + 1], r, qsl[r]);
     if (first_query_len < 0) first_query_len = query_len;
-    if (contract.requires_uniform_query_len || uniform_decode)
+    if (contract.requires_uniform_query_len || shape.uniform_decode)
       expect_equal("query_start_loc", r + 1, qsl[r + 1], qsl[r] + first_query_len,
                    "this batch must have one query length for every request");
     expect_range("seq_lens", r, seq_lens[r], query_len, limits.max_positions + 1,
@@ -82,33 +64,17 @@ void check_step_inputs(const StepLayout& layout, const void* base, int64_t num_t
       expect_range("input_ids", t, input_ids[t], 0, limits.vocab_size, "a token id");
     }
   }
-  expect_equal("query_start_loc", num_reqs, qsl[num_reqs], num_tokens, "the number of real tokens");
+  expect_equal("query_start_loc", shape.num_reqs, qsl[shape.num_reqs], shape.num_tokens, "the number of real tokens");
+}
 
-  // The padded region, exactly as declared.
-  for (int64_t t = num_tokens; t < T; ++t) {
-    expect_equal("input_ids", t, input_ids[t], contract.input_ids_fill, "padding");
-    expect_equal("positions", t, positions[t], contract.positions_fill, "padding");
-    expect_equal("slot_mapping", t, slots[t], contract.slot_mapping_fill, "padding: KV writes are skipped");
-  }
-  for (int64_t r = num_reqs; r < R; ++r) {
-    expect_equal("query_start_loc", r + 1, qsl[r + 1], qsl[num_reqs],
-                 "the last real offset repeated: padded requests own zero tokens and offsets never decrease");
-    expect_equal("seq_lens", r, seq_lens[r], contract.seq_lens_fill, "padding");
-    expect_equal("logits_indices", r, logits_indices[r], 0, "padding");
-    expect_equal("temperature", r, temperature[r], 0.0f, "padded rows sample greedily");
-    expect_equal("top_k", r, top_k[r], 0, "padded rows sample greedily");
-    expect_equal("top_p", r, top_p[r], 1.0f, "padded rows sample greedily");
-    expect_equal("min_p", r, min_p[r], 0.0f, "padded rows sample greedily");
-    for (int64_t b = 0; b < B; ++b)
-      expect_equal("block_table", r * B + b, table[r * B + b], contract.block_table_fill,
-                   "padded rows point at the null block");
-    expect_equal("repetition_penalty", r, repetition[r], 1.0f, "padded rows have no penalties");
-    expect_equal("presence_penalty", r, presence[r], 0.0f, "padded rows have no penalties");
-    expect_equal("frequency_penalty", r, frequency[r], 0.0f, "padded rows have no penalties");
-    expect_equal("num_logprobs", r, num_logprobs[r], -1, "padded rows want no logprobs");
-  }
-
-  // Penalties and logprobs of the real rows, then the penalty lists (sampling_params.h, item 0).
+// Penalties and logprobs of the real rows, and their penalty lists (sampling_params.h, item 0).
+void check_sampling_rows(const StepLayout& layout, const void* base, const StepShape& shape) {
+  const int64_t num_reqs = shape.num_reqs;
+  const float* repetition = layout.at<float>(base, sampling_step_field(&SamplingParams::repetition_penalty));
+  const float* presence = layout.at<float>(base, sampling_step_field(&SamplingParams::presence_penalty));
+  const float* frequency = layout.at<float>(base, sampling_step_field(&SamplingParams::frequency_penalty));
+  const int32_t* num_logprobs = layout.at<int32_t>(base, sampling_step_field(&SamplingParams::num_logprobs));
+  const int32_t* penalty_offsets = layout.at<int32_t>(base, StepField::kPenaltyOffsets);
   for (int64_t r = 0; r < num_reqs; ++r) {
     FG_CHECK(std::isfinite(repetition[r]) && repetition[r] > 0.0f,
              "checked mode: repetition_penalty[{}] = {}, expected a finite value > 0", r, repetition[r]);
@@ -121,20 +87,43 @@ void check_step_inputs(const StepLayout& layout, const void* base, int64_t num_t
     expect_range("num_logprobs", r, num_logprobs[r], -1, kMaxLogprobs + 1, "-1 (none) or a count of top logprobs");
   }
   expect_equal("penalty_offsets", 0, penalty_offsets[0], 0, "offsets start at 0");
-  for (int64_t r = 0; r < R; ++r) {
+  for (int64_t r = 0; r < num_reqs; ++r) {
     FG_CHECK(penalty_offsets[r + 1] >= penalty_offsets[r] && penalty_offsets[r + 1] <= layout.penalty_capacity,
              "checked mode: penalty_offsets[{}] = {}, expected a value in [penalty_offsets[{}] = {}, {}] (offsets "
              "never decrease and stay within max_penalty_entries)",
              r + 1, penalty_offsets[r + 1], r, penalty_offsets[r], layout.penalty_capacity);
-    const bool penalized = r < num_reqs && (repetition[r] != 1.0f || presence[r] != 0.0f || frequency[r] != 0.0f);
+    const bool penalized = repetition[r] != 1.0f || presence[r] != 0.0f || frequency[r] != 0.0f;
     if (!penalized)
       expect_equal("penalty_offsets", r + 1, penalty_offsets[r + 1], penalty_offsets[r],
-                   r < num_reqs ? "a request without penalties has an empty list" : "padded rows have empty lists");
+                   "a request without penalties has an empty list");
   }
-  const int32_t* entries = field<int32_t>(base, layout.penalty_entries);
+}
+
+// The padded region of every field, exactly as the step table declares.
+void check_padding(const StepLayout& layout, const void* base, const StepShape& shape,
+                   const PaddingContract& contract) {
+  for (size_t i = 0; i < kNumStepFields; ++i) {
+    const StepField field = static_cast<StepField>(i);
+    const StepFieldSpec& spec = step_field(field);
+    if (spec.pad == PadRule::kUnpadded) continue;
+    const int64_t real = real_numel(field, layout, shape), all = layout.numel(field);
+    visit_host_type(spec.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* data = layout.at<T>(base, field);
+      const T expected = padding_value<T>(field, layout, base, real, contract);
+      for (int64_t e = real; e < all; ++e) expect_equal(spec.name, e, data[e], expected, spec.why_padded);
+    });
+  }
+}
+
+// The penalty lists' entries: in-vocabulary tokens, listed once per row, with valid counts.
+void check_penalty_entries(const StepLayout& layout, const void* base, const StepShape& shape,
+                           const InputCheckLimits& limits) {
+  const int32_t* penalty_offsets = layout.at<int32_t>(base, StepField::kPenaltyOffsets);
+  const int32_t* entries = layout.at<int32_t>(base, StepField::kPenaltyEntries);
   // [V] (only when some row has a list): the last row that listed each token.
-  std::vector<int64_t> listed_in(penalty_offsets[num_reqs] > 0 ? static_cast<size_t>(limits.vocab_size) : 0, -1);
-  for (int64_t r = 0; r < num_reqs; ++r) {
+  std::vector<int64_t> listed_in(penalty_offsets[shape.num_reqs] > 0 ? static_cast<size_t>(limits.vocab_size) : 0, -1);
+  for (int64_t r = 0; r < shape.num_reqs; ++r) {
     for (int64_t e = penalty_offsets[r]; e < penalty_offsets[r + 1]; ++e) {
       const int32_t token = entries[2 * e], count = entries[2 * e + 1];
       expect_range("penalty_entries.token", e, token, 0, limits.vocab_size, "a token id");
@@ -144,6 +133,21 @@ void check_step_inputs(const StepLayout& layout, const void* base, int64_t num_t
       listed_in[token] = r;
     }
   }
+}
+
+}  // namespace
+
+void check_step_inputs(const StepLayout& layout, const void* base, int64_t num_tokens, int64_t num_reqs,
+                       bool uniform_decode, const PaddingContract& contract, const InputCheckLimits& limits) {
+  FG_CHECK(num_tokens >= 1 && num_tokens <= layout.num_tokens && num_reqs >= 1 && num_reqs <= layout.num_reqs &&
+               num_reqs <= num_tokens && layout.num_logits == layout.num_reqs,
+           "checked mode: {} tokens over {} requests do not fit the padded shape ({}, {}) of a sampled step",
+           num_tokens, num_reqs, layout.num_tokens, layout.num_reqs);
+  const StepShape shape{num_tokens, num_reqs, num_reqs, uniform_decode};
+  check_attention_rows(layout, base, shape, contract, limits);
+  check_sampling_rows(layout, base, shape);
+  check_padding(layout, base, shape, contract);
+  check_penalty_entries(layout, base, shape, limits);
 }
 
 }  // namespace fg

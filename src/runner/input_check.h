@@ -1,9 +1,11 @@
 // runner/input_check.h — checked mode (--check-graph-inputs): the staged host metadata of a step
 // validated against the attention backend's contract before every replay (DESIGN.md point 6).
-// A violation stops the step with the field, the index, the value and the value expected. Beside
-// the attention metadata it checks what the sampling ops trust: penalty values and logprob counts
-// in range, and penalty lists with non-decreasing offsets within the capacity, distinct in-vocabulary
-// tokens per row, and empty lists for requests without penalties and for padded rows.
+// A violation stops the step with the field, the index, the value and the value expected. The
+// padded region is checked field by field against the step table (step_fields.h), exactly as the
+// builder fills it. Beside the attention metadata of the real rows it checks what the sampling ops
+// trust: penalty values and logprob counts in range, and penalty lists with non-decreasing offsets
+// within the capacity, distinct in-vocabulary tokens per row, and empty lists for requests without
+// penalties.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +23,7 @@ struct InputCheckLimits {
 };
 
 // `base` is the staging memory of a step laid out by `layout`, holding `num_tokens` real tokens
-// over `num_reqs` real requests. Throws fg::Error on the first violation.
+// over `num_reqs` real requests, one logits row each. Throws fg::Error on the first violation.
 void check_step_inputs(const StepLayout& layout, const void* base, int64_t num_tokens, int64_t num_reqs,
                        bool uniform_decode, const PaddingContract& contract, const InputCheckLimits& limits);
 

@@ -106,14 +106,14 @@ StagedStep ModelRunner::upload(const std::vector<ScheduledRequest>& requests, co
 void ModelRunner::enqueue_step(const StepLayout& layout, int64_t uniform_query_len) {
   void* arena = arena_.tensor.data;
   const Device device = backend_.device();
-  StepInputs inputs = layout.inputs(arena, device);
-  inputs.attention.uniform_query_len = uniform_query_len;
-  const Tensor logits = model_.forward(inputs, kv_);
+  StepViews views = layout.views(arena, device);
+  views.inputs.attention.uniform_query_len = uniform_query_len;
+  const Tensor logits = model_.forward(views.inputs, kv_);
   // Logprobs are of the raw logits, sampling is of the penalized ones: the statistics and the top
   // n first, then the penalties in place (keeping each penalized entry's raw value), then the
   // draw, then the sampled token's raw logprob from the kept values. See sampling_params.h.
-  const SamplingTensors params = layout.sampling(arena, device);
-  PenaltyTensors penalties = layout.penalty_lists(arena, device);
+  const SamplingTensors& params = views.sampling;
+  PenaltyTensors& penalties = views.penalties;
   penalties.original = penalty_original_.tensor.rows(0, layout.penalty_capacity);
   const LogprobTensors logprobs = logprob_outputs(layout.num_reqs);
   const Tensor ids = sampled_ids(layout.num_reqs);

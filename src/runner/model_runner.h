@@ -19,8 +19,9 @@
 #include "model/llama_model.h"
 #include "runner/buckets.h"
 #include "runner/input_check.h"
+#include "runner/step_builder.h"
+#include "runner/step_io.h"
 #include "runner/step_layout.h"
-#include "runner/step_staging.h"
 
 namespace fg {
 
@@ -39,23 +40,6 @@ struct RunnerOptions {
   int64_t max_penalty_entries = int64_t{1} << 20;
 };
 
-// Logprobs of one request's sampled token (sampling_params.h, item 4).
-struct TokenLogprobs {
-  float logprob = std::numeric_limits<float>::quiet_NaN();  // of the sampled token
-  // The num_logprobs most likely tokens (at most the vocabulary), most likely first, ties toward
-  // the lower id: (token id, logprob).
-  std::vector<std::pair<int32_t, float>> top;
-};
-
-struct StepResult {
-  std::vector<int32_t> sampled;  // one id per scheduled request
-  bool replayed = false;         // a graph replay, or eager
-  Bucket bucket;                 // the padded shape it ran with (eager: the real shape)
-  // One entry per scheduled request when some request of the step has num_logprobs >= 0, else
-  // empty; entries of requests with num_logprobs = -1 stay default.
-  std::vector<TokenLogprobs> logprobs;
-};
-
 struct RunnerStats {
   int64_t graph_steps = 0;
   int64_t eager_steps = 0;
@@ -64,7 +48,7 @@ struct RunnerStats {
   size_t graph_memory_bytes = 0;
 };
 
-class ModelRunner {
+class ModelRunner final : public StepExecutor {
  public:
   // `log` receives one line per noteworthy event (capture summary, the first eager step of each
   // kind and why); by default lines go to stderr.
@@ -75,7 +59,7 @@ class ModelRunner {
   void capture_graphs(bool show_progress = false);
 
   // One step: graph replay when a captured bucket holds it, eager otherwise.
-  StepResult execute(const std::vector<ScheduledRequest>& requests);
+  StepResult execute(const std::vector<ScheduledRequest>& requests) override;
   // The same step unpadded, launch by launch with the real sizes: the reference for graph == eager.
   StepResult execute_eager(const std::vector<ScheduledRequest>& requests);
 

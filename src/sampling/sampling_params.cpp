@@ -3,7 +3,6 @@
 #include "sampling/sampling_params.h"
 
 #include <cmath>
-#include <tuple>
 
 #include "core/error.h"
 
@@ -79,27 +78,17 @@ void check_lists(const PenaltyTensors& penalties, const char* op, int64_t rows, 
 
 }  // namespace
 
+DType sampling_field_dtype(const SamplingField& field) {
+  return std::visit([](auto member) { return dtype_of<member_type_t<decltype(member)>>(); }, field.param);
+}
+
 HostSamplingBuffers::HostSamplingBuffers(int64_t rows)
-    : temperature_(static_cast<size_t>(rows), 0.0f),
-      top_k_(static_cast<size_t>(rows), 0),
-      top_p_(static_cast<size_t>(rows), 1.0f),
-      min_p_(static_cast<size_t>(rows), 0.0f),
-      seed_(static_cast<size_t>(rows), 0),
-      step_(static_cast<size_t>(rows), 0),
-      repetition_penalty_(static_cast<size_t>(rows), 1.0f),
-      presence_penalty_(static_cast<size_t>(rows), 0.0f),
-      frequency_penalty_(static_cast<size_t>(rows), 0.0f),
-      num_logprobs_(static_cast<size_t>(rows), -1) {
-  tensors_.temperature = Tensor(temperature_.data(), DType::kF32, {rows});
-  tensors_.top_k = Tensor(top_k_.data(), DType::kI32, {rows});
-  tensors_.top_p = Tensor(top_p_.data(), DType::kF32, {rows});
-  tensors_.min_p = Tensor(min_p_.data(), DType::kF32, {rows});
-  tensors_.seed = Tensor(seed_.data(), DType::kI64, {rows});
-  tensors_.step = Tensor(step_.data(), DType::kI64, {rows});
-  tensors_.repetition_penalty = Tensor(repetition_penalty_.data(), DType::kF32, {rows});
-  tensors_.presence_penalty = Tensor(presence_penalty_.data(), DType::kF32, {rows});
-  tensors_.frequency_penalty = Tensor(frequency_penalty_.data(), DType::kF32, {rows});
-  tensors_.num_logprobs = Tensor(num_logprobs_.data(), DType::kI32, {rows});
+    : rows_(rows), storage_(kSamplingFields.size() * static_cast<size_t>(rows)) {
+  for (size_t i = 0; i < kSamplingFields.size(); ++i) {
+    const SamplingField& f = kSamplingFields[i];
+    tensors_.*f.tensor = Tensor(storage_.data() + i * static_cast<size_t>(rows), sampling_field_dtype(f), {rows});
+  }
+  set_neutral_sampling_rows(tensors_, 0, rows);
 }
 
 void HostSamplingBuffers::set(int64_t row, const SamplingParams& params) { set_sampling_row(tensors_, row, params); }
@@ -107,34 +96,26 @@ SamplingParams HostSamplingBuffers::get(int64_t row) const { return get_sampling
 
 void set_sampling_row(const SamplingTensors& host, int64_t row, const SamplingParams& params) {
   check_host_row(host, row);
-  host.temperature.as<float>()[row] = params.temperature;
-  host.top_k.as<int32_t>()[row] = params.top_k;
-  host.top_p.as<float>()[row] = params.top_p;
-  host.min_p.as<float>()[row] = params.min_p;
-  host.seed.as<int64_t>()[row] = params.seed;
-  host.step.as<int64_t>()[row] = params.step;
   const SamplingParams neutral;
-  set_optional(host.repetition_penalty, "repetition_penalty", row, params.repetition_penalty,
-               neutral.repetition_penalty);
-  set_optional(host.presence_penalty, "presence_penalty", row, params.presence_penalty, neutral.presence_penalty);
-  set_optional(host.frequency_penalty, "frequency_penalty", row, params.frequency_penalty,
-               neutral.frequency_penalty);
-  set_optional(host.num_logprobs, "num_logprobs", row, params.num_logprobs, neutral.num_logprobs);
+  for (const SamplingField& f : kSamplingFields) {
+    std::visit(
+        [&](auto member) {
+          const Tensor& t = host.*f.tensor;
+          if (f.read_by_sample) {
+            t.as<member_type_t<decltype(member)>>()[row] = params.*member;
+          } else {
+            set_optional(t, f.name, row, params.*member, neutral.*member);
+          }
+        },
+        f.param);
+  }
 }
 
 SamplingParams get_sampling_row(const SamplingTensors& host, int64_t row) {
   check_host_row(host, row);
   SamplingParams p;
-  p.temperature = host.temperature.as<const float>()[row];
-  p.top_k = host.top_k.as<const int32_t>()[row];
-  p.top_p = host.top_p.as<const float>()[row];
-  p.min_p = host.min_p.as<const float>()[row];
-  p.seed = host.seed.as<const int64_t>()[row];
-  p.step = host.step.as<const int64_t>()[row];
-  get_optional(host.repetition_penalty, row, p.repetition_penalty);
-  get_optional(host.presence_penalty, row, p.presence_penalty);
-  get_optional(host.frequency_penalty, row, p.frequency_penalty);
-  get_optional(host.num_logprobs, row, p.num_logprobs);
+  for (const SamplingField& f : kSamplingFields)
+    std::visit([&](auto member) { get_optional(host.*f.tensor, row, p.*member); }, f.param);
   return p;
 }
 
@@ -167,18 +148,10 @@ void validate_sampling_params(const SamplingParams& p, int64_t row) {
 }
 
 void validate_sampling_params(const SamplingTensors& host, int64_t rows) {
-  check_param(host.temperature, "temperature", DType::kF32, rows, Device::kHost);
-  check_param(host.top_k, "top_k", DType::kI32, rows, Device::kHost);
-  check_param(host.top_p, "top_p", DType::kF32, rows, Device::kHost);
-  check_param(host.min_p, "min_p", DType::kF32, rows, Device::kHost);
-  check_param(host.seed, "seed", DType::kI64, rows, Device::kHost);
-  check_param(host.step, "step", DType::kI64, rows, Device::kHost);
-  // Optional: undefined means neutral.
-  for (const auto& [t, name, dtype] : {std::tuple{&host.repetition_penalty, "repetition_penalty", DType::kF32},
-                                       {&host.presence_penalty, "presence_penalty", DType::kF32},
-                                       {&host.frequency_penalty, "frequency_penalty", DType::kF32},
-                                       {&host.num_logprobs, "num_logprobs", DType::kI32}})
-    if (t->data != nullptr) check_param(*t, name, dtype, rows, Device::kHost);
+  // The fields sample() does not read are optional: undefined means neutral.
+  for (const SamplingField& f : kSamplingFields)
+    if (f.read_by_sample || (host.*f.tensor).data != nullptr)
+      check_param(host.*f.tensor, f.name, sampling_field_dtype(f), rows, Device::kHost);
   for (int64_t row = 0; row < rows; ++row) validate_sampling_params(get_sampling_row(host, row), row);
 }
 
@@ -191,12 +164,8 @@ void check_sampling_args(const Tensor& logits, const SamplingTensors& params, co
   FG_CHECK(vocab > 0 && vocab <= max_vocab, "sampling: vocabulary of {} tokens; this sampler handles 1 to {}", vocab,
            max_vocab);
   FG_CHECK(rows == 0 || logits.data != nullptr, "sampling: logits have no data");
-  check_param(params.temperature, "temperature", DType::kF32, rows, device);
-  check_param(params.top_k, "top_k", DType::kI32, rows, device);
-  check_param(params.top_p, "top_p", DType::kF32, rows, device);
-  check_param(params.min_p, "min_p", DType::kF32, rows, device);
-  check_param(params.seed, "seed", DType::kI64, rows, device);
-  check_param(params.step, "step", DType::kI64, rows, device);
+  for (const SamplingField& f : kSamplingFields)
+    if (f.read_by_sample) check_param(params.*f.tensor, f.name, sampling_field_dtype(f), rows, device);
   FG_CHECK(out_ids.dtype == DType::kI32 && out_ids.same_shape({rows}), "sampling: out_ids must be I32 [{}], got {} {}",
            rows, dtype_name(out_ids.dtype), out_ids.shape_string());
   FG_CHECK(out_ids.device == device && (rows == 0 || out_ids.data != nullptr),

@@ -81,7 +81,9 @@
 // unspecified id. V < 2^23 (integer masses stay below 2^63).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <variant>
 #include <vector>
 
 #include "core/tensor.h"
@@ -157,6 +159,46 @@ struct LogprobTensors {
   Tensor sampled;       // F32 [rows]: logprob of the sampled token (written by sampled_logprobs)
 };
 
+// Every per-request sampling field, once: its name, the SamplingParams member that holds a request's
+// value (whose C++ type is the field's element type; SamplingParams{} holds the neutral value of
+// padded rows), and the SamplingTensors member that holds the rows. The host helpers below, the
+// runner's step table (runner/step_fields.h) and checked mode all iterate this list, so a new
+// sampling parameter is a member in both structs and one line here.
+struct SamplingField {
+  const char* name;
+  std::variant<float SamplingParams::*, int32_t SamplingParams::*, int64_t SamplingParams::*> param;
+  Tensor SamplingTensors::*tensor;
+  bool read_by_sample;  // sample() reads it; the others (penalty and logprob ops) may be left undefined
+};
+
+inline constexpr std::array kSamplingFields = {
+    SamplingField{"temperature", &SamplingParams::temperature, &SamplingTensors::temperature, true},
+    SamplingField{"top_k", &SamplingParams::top_k, &SamplingTensors::top_k, true},
+    SamplingField{"top_p", &SamplingParams::top_p, &SamplingTensors::top_p, true},
+    SamplingField{"min_p", &SamplingParams::min_p, &SamplingTensors::min_p, true},
+    SamplingField{"seed", &SamplingParams::seed, &SamplingTensors::seed, true},
+    SamplingField{"step", &SamplingParams::step, &SamplingTensors::step, true},
+    SamplingField{"repetition_penalty", &SamplingParams::repetition_penalty, &SamplingTensors::repetition_penalty,
+                  false},
+    SamplingField{"presence_penalty", &SamplingParams::presence_penalty, &SamplingTensors::presence_penalty, false},
+    SamplingField{"frequency_penalty", &SamplingParams::frequency_penalty, &SamplingTensors::frequency_penalty,
+                  false},
+    SamplingField{"num_logprobs", &SamplingParams::num_logprobs, &SamplingTensors::num_logprobs, false},
+};
+
+// The element type T of a SamplingField::param alternative `T SamplingParams::*`.
+template <typename Member>
+struct member_type;
+template <typename T, typename Class>
+struct member_type<T Class::*> {
+  using type = T;
+};
+template <typename Member>
+using member_type_t = typename member_type<Member>::type;
+
+// The element type of a sampling field.
+DType sampling_field_dtype(const SamplingField& field);
+
 // Host storage for SamplingTensors (tests, the CPU path, the runner's pinned staging is similar).
 // Rows start neutral.
 class HostSamplingBuffers {
@@ -165,22 +207,14 @@ class HostSamplingBuffers {
   HostSamplingBuffers(const HostSamplingBuffers&) = delete;
   HostSamplingBuffers& operator=(const HostSamplingBuffers&) = delete;
 
-  int64_t rows() const { return static_cast<int64_t>(temperature_.size()); }
+  int64_t rows() const { return rows_; }
   const SamplingTensors& tensors() const { return tensors_; }
   void set(int64_t row, const SamplingParams& params);
   SamplingParams get(int64_t row) const;
 
  private:
-  std::vector<float> temperature_;  // [rows]
-  std::vector<int32_t> top_k_;      // [rows]
-  std::vector<float> top_p_;        // [rows]
-  std::vector<float> min_p_;        // [rows]
-  std::vector<int64_t> seed_;       // [rows]
-  std::vector<int64_t> step_;       // [rows]
-  std::vector<float> repetition_penalty_;  // [rows]
-  std::vector<float> presence_penalty_;    // [rows]
-  std::vector<float> frequency_penalty_;   // [rows]
-  std::vector<int32_t> num_logprobs_;      // [rows]
+  int64_t rows_ = 0;
+  std::vector<int64_t> storage_;  // [kSamplingFields.size(), rows]: 8 bytes a row holds every field's type
   SamplingTensors tensors_;
 };
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/request_output.h"
-#include "runner/model_runner.h"
+#include "runner/step_io.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fg::server {

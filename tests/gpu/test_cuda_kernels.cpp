@@ -16,8 +16,9 @@
 #include "attention/cuda/reference_attention.h"
 #include "gpu/cuda_kernels_env.h"
 #include "model/rope.h"
-#include "runner/host_step.h"
+#include "runner/step_builder.h"
 #include "sampling/sampling_params.h"
+#include "test_support.h"
 
 namespace fg {
 namespace {
@@ -270,25 +271,32 @@ TEST(CudaKernelsAttention, ReferenceAttentionMatchesCpu) {
     for (auto [nh, nkv] : {std::pair<int64_t, int64_t>{8, 8}, {8, 2}, {16, 2}}) {
       // Requests: (new tokens, tokens already cached).
       const std::vector<std::pair<int64_t, int64_t>> shapes = {{37, 0}, {1, 99}, {20, 50}, {1, 0}, {1, 16}};
-      int64_t blocks_used = 1, max_blocks = 0;
-      std::vector<RequestChunk> chunks;
+      int64_t blocks_used = 1, max_blocks = 0, real_tokens = 0;
+      std::vector<std::vector<int32_t>> token_ids, block_ids;
       for (auto [tokens, cached] : shapes) {
-        RequestChunk c{std::vector<int32_t>(tokens, 1), cached, {}, true};
+        token_ids.emplace_back(tokens, 1);
         const int64_t blocks = (tokens + cached + block_size - 1) / block_size;
-        for (int64_t b = 0; b < blocks; ++b) c.block_ids.push_back(static_cast<int32_t>(blocks_used + 2 * b));
+        block_ids.emplace_back();
+        for (int64_t b = 0; b < blocks; ++b) block_ids.back().push_back(static_cast<int32_t>(blocks_used + 2 * b));
         blocks_used += 2 * blocks;  // interleaved with unused blocks: block ids are not positions
         max_blocks = std::max(max_blocks, blocks);
-        chunks.push_back(c);
+        real_tokens += tokens;
       }
-      HostStep s = build_host_step(chunks, block_size, max_blocks);
+      std::vector<ScheduledRequest> requests;
+      for (size_t r = 0; r < shapes.size(); ++r)
+        requests.push_back(test::reference_request(token_ids[r], shapes[r].second, block_ids[r], false));
       // Two padded requests and three padded tokens, filled as DESIGN.md's default contract says.
-      const int64_t real_tokens = static_cast<int64_t>(s.input_ids.size()), n = real_tokens + 3;
-      for (int p = 0; p < 2; ++p) {
-        s.query_start_loc.push_back(s.query_start_loc.back());
-        s.seq_lens.push_back(0);
-        s.block_table.insert(s.block_table.end(), max_blocks, 0);
-      }
-      const int64_t reqs = static_cast<int64_t>(s.seq_lens.size()), num_blocks = blocks_used;
+      const int64_t n = real_tokens + 3, reqs = static_cast<int64_t>(shapes.size()) + 2, num_blocks = blocks_used;
+      const StepLayout layout = StepLayout::make(n, reqs, max_blocks);
+      std::vector<int64_t> staging(layout.total_bytes / 8 + 1);
+      stage_step(requests, layout, PaddingContract{}, block_size, staging.data());
+      const auto staged = [&](StepField f) {
+        const int32_t* values = layout.at<int32_t>(staging.data(), f);
+        return std::vector<int32_t>(values, values + layout.numel(f));
+      };
+      struct {
+        std::vector<int32_t> query_start_loc, seq_lens, block_table;
+      } s{staged(StepField::kQueryStartLoc), staged(StepField::kSeqLens), staged(StepField::kBlockTable)};
       const int64_t cache_elems = num_blocks * block_size * nkv * head_dim;
       Bf16Values q = e.random(n * nh * head_dim), kc = e.random(cache_elems), vc = e.random(cache_elems);
 

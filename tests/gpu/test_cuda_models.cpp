@@ -20,11 +20,11 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
-#include "engine/greedy_generator.h"
+#include "runner/greedy_generator.h"
 #include "gpu/gpu_test_support.h"
 #include "model/model_loader.h"
 #include "model/safetensors.h"
-#include "runner/host_step.h"
+#include "runner/step_builder.h"
 #include "test_support.h"
 
 namespace fg {
@@ -83,11 +83,12 @@ std::vector<float> paged_logits(Backend& backend, LlamaModel& model, const std::
 
   std::vector<float> got(static_cast<size_t>(T * V));
   const std::vector<int32_t> first(ids.begin(), ids.begin() + prefill);
-  DeviceStep d = upload_step(backend, build_host_step({{first, 0, block_ids, true}}, block_size, blocks));
-  backend.copy_to_host(got.data(), model.forward(d.inputs, kv));
+  DeviceStep d = upload_step(backend, {test::reference_request(first, 0, block_ids, true)}, block_size, blocks);
+  backend.copy_to_host(got.data(), model.forward(d.views.inputs, kv));
   for (int64_t t = prefill; t < T; ++t) {
-    DeviceStep s = upload_step(backend, build_host_step({{{ids[t]}, t, block_ids, false}}, block_size, blocks));
-    backend.copy_to_host(got.data() + t * V, model.forward(s.inputs, kv));
+    DeviceStep s =
+        upload_step(backend, {test::reference_request({&ids[t], 1}, t, block_ids, false)}, block_size, blocks);
+    backend.copy_to_host(got.data() + t * V, model.forward(s.views.inputs, kv));
   }
   return got;
 }

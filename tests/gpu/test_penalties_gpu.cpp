@@ -24,7 +24,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "core/thread_pool.h"
 #include "gpu/gpu_test_support.h"
-#include "runner/step_staging.h"
+#include "runner/step_builder.h"
 #include "sampling/cpu_logprobs.h"
 #include "sampling/cpu_penalties.h"
 #include "sampling/cpu_sampler.h"

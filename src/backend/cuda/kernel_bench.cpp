@@ -32,7 +32,7 @@
 #include "backend/cuda/streamed_timeline.h"
 #include "model/llama_model.h"
 #include "model/named_shapes.h"
-#include "runner/host_step.h"
+#include "runner/step_builder.h"
 
 namespace fg::cuda {
 
@@ -606,22 +606,26 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
                                 backend.stream());
 
     for (int64_t batch : {1, 8, 64}) {
-      std::vector<RequestChunk> chunks;
+      // One decode token per request, each over blocks of its own.
+      std::vector<int32_t> tokens(static_cast<size_t>(batch)), blocks(static_cast<size_t>(batch * kBlocksPerRequest));
+      std::vector<ScheduledRequest> requests(static_cast<size_t>(batch));
       for (int64_t r = 0; r < batch; ++r) {
-        RequestChunk chunk{{static_cast<int32_t>((r * 7919) % c.vocab_size)}, kContext - 1, {}, false};
+        tokens[r] = static_cast<int32_t>((r * 7919) % c.vocab_size);
         for (int64_t b = 0; b < kBlocksPerRequest; ++b)
-          chunk.block_ids.push_back(static_cast<int32_t>(1 + r * kBlocksPerRequest + b));
-        chunks.push_back(chunk);
+          blocks[r * kBlocksPerRequest + b] = static_cast<int32_t>(1 + r * kBlocksPerRequest + b);
+        requests[r].token_ids = std::span<const int32_t>(&tokens[r], 1);
+        requests[r].num_computed = kContext - 1;
+        requests[r].block_ids = std::span<const int32_t>(blocks).subspan(r * kBlocksPerRequest, kBlocksPerRequest);
       }
-      DeviceStep step = upload_step(backend, build_host_step(chunks, kBlockSize, kBlocksPerRequest));
+      DeviceStep step = upload_step(backend, requests, kBlockSize, kBlocksPerRequest);
       // Every request runs one query token, as the runner tells the attention backend for a
       // uniform-decode bucket (split_kv serves only those; without it the step runs its flash).
-      step.inputs.attention.uniform_query_len = 1;
-      const double eager_ms = time_ms(backend.stream(), 3, 20, [&] { model.forward(step.inputs, kv); });
+      step.views.inputs.attention.uniform_query_len = 1;
+      const double eager_ms = time_ms(backend.stream(), 3, 20, [&] { model.forward(step.views.inputs, kv); });
       double graph_ms = NAN;
       try {
         backend.begin_capture();
-        model.forward(step.inputs, kv);
+        model.forward(step.views.inputs, kv);
         std::unique_ptr<Graph> graph = backend.end_capture();
         graph_ms = time_ms(backend.stream(), 3, 20, [&] { graph->replay(); });
       } catch (const std::exception& e) {
@@ -640,7 +644,7 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
           std::find(breakdown_batches.begin(), breakdown_batches.end(), batch) != breakdown_batches.end();
       if (broken_down && !std::isnan(graph_ms))
         rows.back()["breakdown"] = print_breakdown(
-            name, batch, breakdown_captured_step(backend.stream(), [&] { model.forward(step.inputs, kv); }, 30));
+            name, batch, breakdown_captured_step(backend.stream(), [&] { model.forward(step.views.inputs, kv); }, 30));
     }
     backend.synchronize();
   }

@@ -1,10 +1,10 @@
-// engine/greedy_generator.cpp — prefill, then token-by-token greedy decode.
-#include "engine/greedy_generator.h"
+// runner/greedy_generator.cpp — prefill, then token-by-token greedy decode.
+#include "runner/greedy_generator.h"
 
 #include <algorithm>
 #include <numeric>
 
-#include "runner/host_step.h"
+#include "runner/step_builder.h"
 
 namespace fg {
 
@@ -37,10 +37,20 @@ GreedyResult generate_greedy(LlamaModel& model, const KvCache& kv, const std::ve
   GreedyResult result;
   Backend& backend = model.backend();
   std::vector<float> row(static_cast<size_t>(V));
-  RequestChunk chunk{prompt, 0, blocks, keep_logits};
+  // The tokens of the request so far; each step runs the ones after `computed`.
+  std::vector<int32_t> tokens = prompt;
+  int64_t computed = 0;
+  const auto step_request = [&](bool all_logits) {
+    ScheduledRequest r;
+    r.token_ids = std::span<const int32_t>(tokens).subspan(static_cast<size_t>(computed));
+    r.num_computed = computed;
+    r.block_ids = blocks;
+    r.all_logits = all_logits;
+    return r;
+  };
   for (int64_t step = 0; step < max_tokens; ++step) {
-    DeviceStep d = upload_step(backend, build_host_step({chunk}, kv.block_size, blocks_needed));
-    Tensor logits = model.forward(d.inputs, kv);
+    DeviceStep d = upload_step(backend, {step_request(keep_logits && step == 0)}, kv.block_size, blocks_needed);
+    Tensor logits = model.forward(d.views.inputs, kv);
     const int64_t rows = logits.dim(0);
     if (keep_logits && step == 0) {
       result.prompt_logits.resize(static_cast<size_t>(rows * V));
@@ -52,11 +62,12 @@ GreedyResult generate_greedy(LlamaModel& model, const KvCache& kv, const std::ve
     const int32_t token = argmax_lowest_index(row.data(), V);
     result.generated.push_back(token);
     if (keep_logits) result.generated_logits.insert(result.generated_logits.end(), row.begin(), row.end());
-    chunk = RequestChunk{{token}, chunk.num_computed + static_cast<int64_t>(chunk.token_ids.size()), blocks, false};
+    computed = static_cast<int64_t>(tokens.size());
+    tokens.push_back(token);
   }
   if (keep_logits && max_tokens == 0) {
-    DeviceStep d = upload_step(backend, build_host_step({chunk}, kv.block_size, blocks_needed));
-    Tensor logits = model.forward(d.inputs, kv);
+    DeviceStep d = upload_step(backend, {step_request(true)}, kv.block_size, blocks_needed);
+    Tensor logits = model.forward(d.views.inputs, kv);
     result.prompt_logits.resize(static_cast<size_t>(logits.dim(0) * V));
     backend.copy_to_host(result.prompt_logits.data(), logits);
   }

@@ -1,4 +1,4 @@
-// engine/greedy_generator.h — greedy generation of one request through the paged KV cache:
+// runner/greedy_generator.h — greedy generation of one request through the paged KV cache:
 // one prefill step over the prompt, then one decode step per token. The scheduler-driven engine
 // supersedes this for many requests; this is the reference path the CLI and tests use.
 #pragma once
