@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/progress_bar.h"
 #include "engine/request_json.h"
 
 namespace fg::cli {
@@ -60,13 +61,8 @@ nlohmann::json logprobs_json(const TokenLogprobs& lp, int32_t token) {
   return {{"id", token}, {"logprob", lp.logprob}, {"top", top}};
 }
 
-void draw_progress(size_t done, size_t total, double seconds, int64_t generated) {
-  constexpr int kWidth = 30;
-  const int filled = total == 0 ? kWidth : static_cast<int>(kWidth * done / total);
-  fmt::print(stderr, "\r[{}{}] {}/{} requests, {:.0f} output tok/s", std::string(static_cast<size_t>(filled), '='),
-             std::string(static_cast<size_t>(kWidth - filled), ' '), done, total,
-             seconds > 0 ? generated / seconds : 0.0);
-  std::fflush(stderr);
+std::string output_rate(double seconds, int64_t generated) {
+  return fmt::format("{:.0f} output tok/s", seconds > 0 ? generated / seconds : 0.0);
 }
 
 }  // namespace
@@ -130,19 +126,12 @@ void run_batch_generate(const BatchGenerateOptions& o, const GpuBackendFactory& 
       fail("{} request {}: {}", o.prompts_file, i + 1, e.what());
     }
   }
-  auto last_draw = start;
-  while (engine.step()) {
-    if (o.progress && std::chrono::steady_clock::now() - last_draw > std::chrono::milliseconds(200)) {
-      draw_progress(finished, items.size(), seconds_since_start(), engine.stats().generated_tokens);
-      last_draw = std::chrono::steady_clock::now();
-    }
-  }
+  ProgressBar bar("requests", items.size(), o.engine.progress);
+  while (engine.step()) bar.update(finished, output_rate(seconds_since_start(), engine.stats().generated_tokens));
   const double seconds = seconds_since_start();
   const EngineStats stats = engine.stats();
-  if (o.progress) {
-    draw_progress(finished, items.size(), seconds, stats.generated_tokens);
-    fmt::print(stderr, "\n");
-  }
+  bar.update(finished);
+  bar.finish(output_rate(seconds, stats.generated_tokens));
 
   std::ofstream file;
   if (!o.output_file.empty()) {

@@ -19,7 +19,6 @@ struct BatchGenerateOptions {
   std::string prompts_file;
   std::string output_file;     // empty: stdout
   int64_t default_max_tokens = 16;
-  bool progress = true;
 };
 
 void run_batch_generate(const BatchGenerateOptions& o, const GpuBackendFactory& gpu);

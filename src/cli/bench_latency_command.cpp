@@ -17,6 +17,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "cli/bench_command.h"
+#include "core/progress_bar.h"
 #include "model/model_loader.h"
 #include "model/named_shapes.h"
 #include "runner/model_runner.h"
@@ -136,7 +137,10 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
   ro.max_num_tokens = max_tokens;
   ro.max_num_seqs = max_batch + 1;
   ModelRunner runner(model, kv, ro);
-  runner.capture_graphs(/*show_progress=*/true);
+  {
+    ProgressBar bar("capturing graphs", 0, true);
+    runner.capture_graphs([&bar](size_t done, size_t total) { bar.update(done, "", total); });
+  }
 
   // Requests with real contexts: request i holds `context` tokens; the last one also has a
   // prefill chunk waiting (for mixed steps).

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/progress_bar.h"
 #include "model/model_loader.h"
 #include "model/named_shapes.h"
 #include "model/weights.h"
@@ -52,6 +53,7 @@ void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
   cmd.add_flag("--batch-invariant", o.batch_invariant,
                "Make each request's tokens independent of what it is batched with (GPU: slower prefill)");
   cmd.add_option("--seed", o.seed, "Seed of the per-request seeds of requests that give none")->capture_default_str();
+  cmd.add_flag("!--no-progress", o.progress, "No progress lines on stderr (graph capture, batches)");
 }
 
 std::vector<int32_t> generation_config_eos_ids(const std::string& model_dir) {
@@ -88,6 +90,13 @@ int64_t kv_bytes_per_block(const ModelConfig& c, int64_t block_size, DType dtype
 
 }  // namespace
 
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, const GpuBackendFactory& gpu) {
+  if (device == "cpu") return std::make_unique<CpuBackend>(threads);
+  FG_CHECK(device == "cuda", "unknown --device '{}' (expected cpu or cuda)", device);
+  FG_CHECK(gpu.available(), "--device cuda: this build has no CUDA backend (nvcc was not found when it was configured)");
+  return gpu.create(0);
+}
+
 std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const GpuBackendFactory& gpu,
                                           const std::function<void(const std::string&)>& log) {
   auto s = std::make_unique<EngineSetup>();
@@ -95,13 +104,7 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   FG_CHECK(o.max_num_batched_tokens >= 1 && o.max_num_seqs >= 1,
            "--max-num-batched-tokens and --max-num-seqs must be positive");
   FG_CHECK(o.shape.empty() || o.model_dir.empty(), "give --model or --shape, not both");
-  if (o.device == "cpu") {
-    s->backend = std::make_unique<CpuBackend>(o.threads);
-  } else {
-    FG_CHECK(o.device == "cuda", "unknown --device '{}' (expected cpu or cuda)", o.device);
-    FG_CHECK(gpu.available(), "--device cuda: this build has no CUDA backend (nvcc was not found when it was configured)");
-    s->backend = gpu.create(0);
-  }
+  s->backend = make_backend(o.device, o.threads, gpu);
   Backend& backend = *s->backend;
   backend.set_batch_invariant(o.batch_invariant);
 
@@ -188,7 +191,10 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   ro.check_graph_inputs = o.check_graph_inputs;
   if (!o.cuda_graph_sizes.empty()) ro.capture_sizes = parse_capture_sizes(o.cuda_graph_sizes, o.max_num_batched_tokens);
   s->runner = std::make_unique<ModelRunner>(*s->model, s->kv, ro, log);
-  s->runner->capture_graphs(/*show_progress=*/true);
+  {
+    ProgressBar bar("capturing graphs", 0, o.progress);
+    s->runner->capture_graphs([&bar](size_t done, size_t total) { bar.update(done, "", total); });
+  }
   s->blocks = std::make_unique<KvBlockManager>(KvBlockManagerOptions{num_blocks, o.block_size, o.enable_prefix_caching});
 
   EngineOptions eo;

@@ -41,6 +41,7 @@ struct EngineSetupOptions {
   bool enable_prefix_caching = true;
   bool batch_invariant = false;  // Backend::set_batch_invariant
   uint64_t seed = 0;
+  bool progress = true;  // progress lines on stderr (graph capture, batches)
 };
 
 // Adds the options above to a subcommand.
@@ -62,6 +63,9 @@ struct EngineSetup {
   int64_t max_model_len = 0;           // effective: --max-model-len or the model's
   int64_t max_num_seqs = 0;            // effective: --max-num-seqs capped by the token budget
 };
+
+// The backend --device names: the CPU reference with `threads` threads, or CUDA device 0.
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, const GpuBackendFactory& gpu);
 
 // Builds it all; `log` receives the start-up report (KV pool, graphs).
 std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const GpuBackendFactory& gpu,

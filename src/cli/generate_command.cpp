@@ -29,58 +29,24 @@ namespace fg::cli {
 namespace {
 
 struct GenerateOptions {
-  std::string model_dir;
+  EngineSetupOptions engine;  // the model, the backend and the engine's limits
   std::string prompt_ids;
   int64_t max_tokens = 16;
   std::string dump_logits;
-  std::string load_format = "auto";
-  int64_t block_size = 16;
-  int threads = 0;
-  bool rope_bf16 = false;
-  std::string device = "cpu";
-  std::string attention = "auto";
-  bool enforce_eager = false;
-  bool check_graph_inputs = false;
-  int64_t max_num_batched_tokens = 512;
-  std::string cuda_graph_sizes;
-  // Text input (issue: text in, text out)
+  // Text input: a prompt, or a chat rendered through the template
   std::string prompt;
   bool chat = false;
   std::string system, user, messages_file, chat_template_file;
-  // Batch mode (--prompts): the engine's options beyond the ones above.
-  std::string prompts_file, output_file, shape;
-  int64_t max_num_seqs = 64, max_model_len = 0, kv_cache_blocks = 0;
-  double gpu_memory_utilization = 0.9;
-  bool enable_prefix_caching = true, no_progress = false, batch_invariant = false;
-  uint64_t seed = 0;
+  // Batch mode (--prompts)
+  std::string prompts_file, output_file;
 };
 
 BatchGenerateOptions batch_options(const GenerateOptions& o) {
   BatchGenerateOptions b;
-  EngineSetupOptions& e = b.engine;
-  e.model_dir = o.model_dir;
-  e.shape = o.shape;
-  e.load_format = o.load_format;
-  e.device = o.device;
-  e.attention = o.attention;
-  e.threads = o.threads;
-  e.block_size = o.block_size;
-  e.rope_bf16 = o.rope_bf16;
-  e.enforce_eager = o.enforce_eager;
-  e.check_graph_inputs = o.check_graph_inputs;
-  e.max_num_batched_tokens = o.max_num_batched_tokens;
-  e.max_num_seqs = o.max_num_seqs;
-  e.max_model_len = o.max_model_len;
-  e.cuda_graph_sizes = o.cuda_graph_sizes;
-  e.kv_cache_blocks = o.kv_cache_blocks;
-  e.gpu_memory_utilization = o.gpu_memory_utilization;
-  e.enable_prefix_caching = o.enable_prefix_caching;
-  e.batch_invariant = o.batch_invariant;
-  e.seed = o.seed;
+  b.engine = o.engine;
   b.prompts_file = o.prompts_file;
   b.output_file = o.output_file;
   b.default_max_tokens = o.max_tokens;
-  b.progress = !o.no_progress;
   return b;
 }
 
@@ -92,15 +58,15 @@ struct TextSide {
 
 TextSide load_text_side(const GenerateOptions& o) {
   TextSide t;
-  if (o.model_dir.empty()) {
+  if (o.engine.model_dir.empty()) {
     t.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_json(builtin_tokenizer_json(), "built-in tokenizer"));
     t.chat = {builtin_chat_template(), "<|begin_of_text|>", "<|end_of_text|>"};
   } else {
-    const std::string path = o.model_dir + "/tokenizer.json";
+    const std::string path = o.engine.model_dir + "/tokenizer.json";
     FG_CHECK(std::filesystem::exists(path), "{} not found: text prompts need the model's tokenizer (or use --prompt-ids)",
              path);
     t.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_file(path));
-    t.chat = load_chat_template_config(o.model_dir, /*require_template=*/o.chat && o.chat_template_file.empty());
+    t.chat = load_chat_template_config(o.engine.model_dir, /*require_template=*/o.chat && o.chat_template_file.empty());
   }
   if (!o.chat_template_file.empty()) {
     std::ifstream in(o.chat_template_file);
@@ -139,14 +105,6 @@ std::vector<int32_t> prompt_ids(const GenerateOptions& o, const TextSide* text) 
   return text->tokenizer->encode(rendered, /*add_special_tokens=*/false);  // the template wrote them
 }
 
-std::unique_ptr<Backend> make_backend(const GenerateOptions& o, const GpuBackendFactory& gpu) {
-  if (o.device == "cpu") return std::make_unique<CpuBackend>(o.threads);
-  FG_CHECK(o.device == "cuda", "unknown --device '{}' (expected cpu or cuda)", o.device);
-  FG_CHECK(gpu.available(),
-           "--device cuda: this build has no CUDA backend (nvcc was not found when it was configured)");
-  return gpu.create(0);
-}
-
 void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   if (!o.prompts_file.empty()) {
     FG_CHECK(o.prompt_ids.empty() && o.prompt.empty() && !o.chat && o.dump_logits.empty(),
@@ -155,18 +113,18 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
     run_batch_generate(batch_options(o), gpu);
     return;
   }
-  FG_CHECK(o.shape.empty(), "--shape needs --prompts (a named shape has no tokenizer and dummy weights)");
+  FG_CHECK(o.engine.shape.empty(), "--shape needs --prompts (a named shape has no tokenizer and dummy weights)");
   const bool text_mode = o.prompt_ids.empty();
   std::unique_ptr<TextSide> text;
   if (text_mode) text = std::make_unique<TextSide>(load_text_side(o));
   const std::vector<int32_t> prompt = prompt_ids(o, text.get());
   FG_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
-  std::unique_ptr<Backend> backend_ptr = make_backend(o, gpu);
+  std::unique_ptr<Backend> backend_ptr = make_backend(o.engine.device, o.engine.threads, gpu);
   Backend& backend = *backend_ptr;
   LoadOptions load_options;
-  load_options.format = parse_load_format(o.load_format);
-  load_options.round_rope_inv_freq_to_bf16 = o.rope_bf16;
-  LoadedModel loaded = load_model(o.model_dir, load_options, backend);
+  load_options.format = parse_load_format(o.engine.load_format);
+  load_options.round_rope_inv_freq_to_bf16 = o.engine.rope_bf16;
+  LoadedModel loaded = load_model(o.engine.model_dir, load_options, backend);
   if (loaded.weights.converted_from)
     fmt::print(stderr, "fullgraph: weights: {} in the checkpoint, converted to BF16 for the {} backend\n",
                dtype_name(*loaded.weights.converted_from), backend.name());
@@ -174,23 +132,23 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   for (size_t i = 0; i < prompt.size(); ++i)
     FG_CHECK(prompt[i] < config.vocab_size, "--prompt-ids: id {} at position {} is outside the vocabulary of {}",
              prompt[i], i, config.vocab_size);
-  FG_CHECK(o.block_size >= 1, "--block-size must be positive");
+  FG_CHECK(o.engine.block_size >= 1, "--block-size must be positive");
 
   const int64_t T = static_cast<int64_t>(prompt.size());
   const bool keep_logits = !o.dump_logits.empty();
-  FG_CHECK(o.max_num_batched_tokens >= 1, "--max-num-batched-tokens must be positive");
+  FG_CHECK(o.engine.max_num_batched_tokens >= 1, "--max-num-batched-tokens must be positive");
   // Without --dump-logits the steps go through the full-graph runner, whose steps hold at most
   // the token budget; --dump-logits needs every prompt position's logits: one eager prefill.
-  const int64_t step_tokens = keep_logits ? T : std::min(T, o.max_num_batched_tokens);
-  const int64_t blocks = (T + o.max_tokens + o.block_size - 1) / o.block_size + 1;
+  const int64_t step_tokens = keep_logits ? T : std::min(T, o.engine.max_num_batched_tokens);
+  const int64_t blocks = (T + o.max_tokens + o.engine.block_size - 1) / o.engine.block_size + 1;
   std::string attention_name;  // the GPU attention chosen
   if (backend.device() == Device::kCuda) {
     // One request: steps of at most the prompt, a context of at most prompt + new tokens.
     attention_name =
-        gpu.set_attention(backend, o.attention, attention_limits(config, step_tokens, 1, T + o.max_tokens, o.block_size));
+        gpu.set_attention(backend, o.engine.attention, attention_limits(config, step_tokens, 1, T + o.max_tokens, o.engine.block_size));
   }
   LlamaModel model(config, std::move(loaded.weights), backend, step_tokens, keep_logits ? T : 1);
-  KvCache kv = allocate_kv_cache(backend, config, blocks, o.block_size, backend.activation_dtype());
+  KvCache kv = allocate_kv_cache(backend, config, blocks, o.engine.block_size, backend.activation_dtype());
 
   GreedyResult result;
   std::string mode = "eager, all prompt logits";
@@ -199,9 +157,9 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
     RunnerOptions ro;
     ro.max_num_tokens = step_tokens;
     ro.max_num_seqs = 1;
-    ro.enforce_eager = o.enforce_eager;
-    ro.check_graph_inputs = o.check_graph_inputs;
-    if (!o.cuda_graph_sizes.empty()) ro.capture_sizes = parse_capture_sizes(o.cuda_graph_sizes, step_tokens);
+    ro.enforce_eager = o.engine.enforce_eager;
+    ro.check_graph_inputs = o.engine.check_graph_inputs;
+    if (!o.engine.cuda_graph_sizes.empty()) ro.capture_sizes = parse_capture_sizes(o.engine.cuda_graph_sizes, step_tokens);
     runner = std::make_unique<ModelRunner>(model, kv, ro);
     runner->capture_graphs();
   }
@@ -274,8 +232,6 @@ std::vector<int32_t> parse_token_ids(const std::string& text) {
 void add_generate_command(CLI::App& app, GpuBackendFactory gpu) {
   auto options = std::make_shared<GenerateOptions>();
   CLI::App* cmd = app.add_subcommand("generate", "Generate tokens greedily from a prompt of token ids");
-  cmd->add_option("--model", options->model_dir,
-                  "Hugging Face checkpoint folder (config.json + *.safetensors); omit for the built-in tiny model");
   cmd->add_option("--prompt-ids", options->prompt_ids, "Prompt token ids, comma-separated (e.g. 1,2,3); prints ids");
   cmd->add_option("--prompt", options->prompt, "Prompt text (BOS and the like added); prints text as it streams");
   cmd->add_flag("--chat", options->chat, "Render --system/--user (or --messages) through the chat template");
@@ -288,51 +244,14 @@ void add_generate_command(CLI::App& app, GpuBackendFactory gpu) {
   cmd->add_option("--dump-logits", options->dump_logits,
                   "Write prompt_logits F32 [T, vocab], generated_ids I32 [N] and generated_logits F32 [N, vocab] "
                   "to this safetensors file");
-  cmd->add_option("--load-format", options->load_format, "auto | safetensors | dummy (random weights)")
-      ->capture_default_str();
-  cmd->add_option("--block-size", options->block_size, "Tokens per KV-cache block")->capture_default_str();
-  cmd->add_flag("--rope-inv-freq-bf16", options->rope_bf16,
-               "Round RoPE inverse frequencies to bf16, as a transformers model cast with .to(torch.bfloat16) does");
-  cmd->add_option("--threads", options->threads, "CPU threads (0 = all hardware threads)")->capture_default_str();
-  cmd->add_flag("--enforce-eager", options->enforce_eager, "Run every step eagerly (no CUDA graphs)");
-  cmd->add_flag("--check-graph-inputs", options->check_graph_inputs,
-                "Validate every step's metadata against the attention backend's padding contract");
-  cmd->add_option("--max-num-batched-tokens", options->max_num_batched_tokens,
-                  "Token budget of one step (the prompt is prefilled in chunks of this size)")
-      ->capture_default_str();
-  cmd->add_option("--cuda-graph-sizes", options->cuda_graph_sizes,
-                  "Token counts to capture graphs for, e.g. 1,2,4,8 (default: 1,2,4,8,16,...,512 within the budget)");
-  cmd->add_option("--device", options->device, "cpu | cuda (the CUDA backend, eager)")->capture_default_str();
-  cmd->add_option("--attention", options->attention,
-                  "GPU attention: auto (split_kv for small decode batches, flash for the rest; the reference where "
-                  "neither supports the model) | flash | split_kv | reference")
-      ->capture_default_str();
   cmd->add_option("--prompts", options->prompts_file,
                   "A JSONL file of requests ({\"prompt\"|\"prompt_ids\"|\"messages\": ..., plus sampling fields such "
                   "as max_tokens, temperature, top_p, top_k, min_p, seed, stop, logprobs}) run as one batch; one JSON "
                   "result per line");
   cmd->add_option("--output", options->output_file, "With --prompts: write the results here instead of stdout");
-  cmd->add_option("--shape", options->shape,
-                  "With --prompts: a named shape with dummy weights instead of --model (llama-3.2-1b, llama-3.1-8b, "
-                  "qwen2.5-0.5b, qwen3-0.6b)");
-  cmd->add_option("--max-num-seqs", options->max_num_seqs, "With --prompts: most requests in one step")
-      ->capture_default_str();
-  cmd->add_option("--max-model-len", options->max_model_len, "With --prompts: context length limit (0 = the model's)")
-      ->capture_default_str();
-  cmd->add_option("--kv-cache-blocks", options->kv_cache_blocks,
-                  "With --prompts: KV-cache blocks (0 = from --gpu-memory-utilization, or 2 GiB on the CPU)")
-      ->capture_default_str();
-  cmd->add_option("--gpu-memory-utilization", options->gpu_memory_utilization,
-                  "With --prompts: share of GPU memory to use; the KV cache takes what the model leaves")
-      ->capture_default_str()
-      ->check(CLI::Range(0.05, 0.99));
-  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", options->enable_prefix_caching,
-                "With --prompts: reuse the KV blocks of shared prompt prefixes (on by default)");
-  cmd->add_option("--seed", options->seed, "With --prompts: seed of the per-request seeds of requests giving none")
-      ->capture_default_str();
-  cmd->add_flag("--no-progress", options->no_progress, "With --prompts: no progress bar");
-  cmd->add_flag("--batch-invariant", options->batch_invariant,
-                "With --prompts: make each request's tokens independent of its batch (GPU: slower prefill)");
+  // The engine's options, as `serve` has them; without --prompts, those of the KV pool, the
+  // scheduler and --shape do not apply (one request runs alone in a pool sized for it).
+  add_engine_options(*cmd, options->engine);
   cmd->callback([options, gpu] { run_generate(*options, gpu); });
 }
 

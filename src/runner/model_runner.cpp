@@ -215,7 +215,7 @@ StepResult ModelRunner::execute_eager(const std::vector<ScheduledRequest>& reque
   return result;
 }
 
-void ModelRunner::capture_graphs(bool show_progress) {
+void ModelRunner::capture_graphs(const std::function<void(size_t, size_t)>& on_progress) {
   if (options_.enforce_eager) {
     log_("graphs disabled (--enforce-eager): every step runs eagerly");
     return;
@@ -240,11 +240,7 @@ void ModelRunner::capture_graphs(bool show_progress) {
     enqueue_step(captured.layout, uniform_query_len);
     captured.graph = backend_.end_capture();
     graphs_[{b.num_tokens, b.num_reqs, b.uniform_decode}] = std::move(captured);
-    if (show_progress) {
-      const int width = 30, filled = static_cast<int>(width * (i + 1) / todo.size());
-      fmt::print(stderr, "\rcapturing graphs [{}{}] {}/{} {}", std::string(filled, '#'), std::string(width - filled, ' '),
-                 i + 1, todo.size(), i + 1 == todo.size() ? "\n" : "");
-    }
+    if (on_progress) on_progress(i + 1, todo.size());
   }
   backend_.synchronize();
   stats_.graphs = graphs_.size();

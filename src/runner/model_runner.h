@@ -55,8 +55,9 @@ class ModelRunner final : public StepExecutor {
   ModelRunner(LlamaModel& model, const KvCache& kv, RunnerOptions options,
               std::function<void(const std::string&)> log = {});
 
-  // Captures every bucket the attention backend's graph support allows, largest first.
-  void capture_graphs(bool show_progress = false);
+  // Captures every bucket the attention backend's graph support allows, largest first;
+  // `on_progress(captured, total)` follows each graph.
+  void capture_graphs(const std::function<void(size_t, size_t)>& on_progress = {});
 
   // One step: graph replay when a captured bucket holds it, eager otherwise.
   StepResult execute(const std::vector<ScheduledRequest>& requests) override;
