@@ -32,23 +32,6 @@ std::string describe_owner(const Value& obj) {
   return obj.is_none() ? "'None'" : fmt::format("'{} object'", type_name(obj));
 }
 
-// A Python attribute (not a dict key): methods of str/list/dict, namespace and object fields.
-std::optional<Value> python_attribute(const Value& obj, std::string_view name) {
-  switch (obj.kind()) {
-    case Value::Kind::String:
-    case Value::Kind::List:
-    case Value::Kind::Dict:
-      return find_method(obj, name);
-    case Value::Kind::Namespace:
-      if (const Value* v = obj.ns_data().find(name)) return *v;
-      return std::nullopt;
-    case Value::Kind::Object:
-      return obj.object().attribute(name);
-    default:
-      return std::nullopt;
-  }
-}
-
 // Python's slice.indices(): clamps start/stop for `length` elements; returns the count.
 int64_t slice_indices(int64_t length, const std::optional<int64_t>& start_arg, const std::optional<int64_t>& stop_arg,
                       int64_t step, int64_t& start) {

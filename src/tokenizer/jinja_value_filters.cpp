@@ -39,14 +39,7 @@ Value f_attr(Interpreter& in, const Value& v, const CallArgs& args) {
   BoundArgs a(args, "attr", {"name"}, 1);
   const std::string name = soft_str(in, a.get(0));
   if (v.is_undefined()) fail_undefined(v);
-  std::optional<Value> found;
-  if (v.is_string() || v.is_list() || v.is_dict()) {
-    found = find_method(v, name);
-  } else if (v.is_namespace()) {
-    if (const Value* x = v.ns_data().find(name)) found = *x;
-  } else if (v.is_object()) {
-    found = v.object().attribute(name);
-  }
+  const std::optional<Value> found = python_attribute(v, name);
   return found ? *found : Value::undefined(fmt::format("'{} object' has no attribute '{}'", type_name(v), name));
 }
 
