@@ -5,6 +5,8 @@
 // they can call back (a `map` filter applies another filter, `selectattr` a test) and spend
 // steps from the same budget. Nothing survives a render: scopes, namespaces and the meter live
 // and die with the Interpreter object.
+//
+// The implementation is split by job; jinja_interpreter_impl.h lists the files.
 #pragma once
 
 #include <cstdint>

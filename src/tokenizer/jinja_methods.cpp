@@ -451,6 +451,22 @@ std::optional<Value> find_method(const Value& receiver, std::string_view name) {
       [method, receiver](Interpreter& in, const CallArgs& args) { return method(in, receiver, args); });
 }
 
+std::optional<Value> python_attribute(const Value& obj, std::string_view name) {
+  switch (obj.kind()) {
+    case Value::Kind::String:
+    case Value::Kind::List:
+    case Value::Kind::Dict:
+      return find_method(obj, name);
+    case Value::Kind::Namespace:
+      if (const Value* v = obj.ns_data().find(name)) return *v;
+      return std::nullopt;
+    case Value::Kind::Object:
+      return obj.object().attribute(name);
+    default:
+      return std::nullopt;
+  }
+}
+
 std::vector<std::pair<std::string, Value>> builtin_globals() {
   return {
       {"range", make_function("<class 'range'>", g_range)},
