@@ -10,22 +10,26 @@
 namespace fg {
 
 namespace {
-const std::map<std::string, const char*>& shapes() {
-  static const std::map<std::string, const char*> table = {
-      {"llama-3.2-1b", R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192,
-        "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64,
+
+// The Llama 3.x configs differ in their sizes, the llama3 RoPE scaling factor and whether the LM
+// head is tied; the rest is the family's.
+std::string llama3(int hidden, int intermediate, int layers, int heads, int kv_heads, int head_dim,
+                   double rope_factor, bool tied) {
+  return fmt::format(
+      R"({{"architectures": ["LlamaForCausalLM"], "hidden_size": {}, "intermediate_size": {},
+        "num_hidden_layers": {}, "num_attention_heads": {}, "num_key_value_heads": {}, "head_dim": {},
         "vocab_size": 128256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
-        "rope_scaling": {"factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                         "original_max_position_embeddings": 8192, "rope_type": "llama3"},
-        "tie_word_embeddings": true, "torch_dtype": "bfloat16", "bos_token_id": 128000,
-        "eos_token_id": [128001, 128008, 128009]})"},
-      {"llama-3.1-8b", R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
-        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-        "vocab_size": 128256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
-        "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                         "original_max_position_embeddings": 8192, "rope_type": "llama3"},
-        "tie_word_embeddings": false, "torch_dtype": "bfloat16", "bos_token_id": 128000,
-        "eos_token_id": [128001, 128008, 128009]})"},
+        "rope_scaling": {{"factor": {}, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 8192, "rope_type": "llama3"}},
+        "tie_word_embeddings": {}, "torch_dtype": "bfloat16", "bos_token_id": 128000,
+        "eos_token_id": [128001, 128008, 128009]}})",
+      hidden, intermediate, layers, heads, kv_heads, head_dim, rope_factor, tied);
+}
+
+const std::map<std::string, std::string>& shapes() {
+  static const std::map<std::string, std::string> table = {
+      {"llama-3.2-1b", llama3(2048, 8192, 16, 32, 8, 64, 32.0, true)},
+      {"llama-3.1-8b", llama3(4096, 14336, 32, 32, 8, 128, 8.0, false)},
       {"qwen2.5-0.5b", R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 896, "intermediate_size": 4864,
         "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
         "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "sliding_window": 32768,
@@ -39,6 +43,7 @@ const std::map<std::string, const char*>& shapes() {
   };
   return table;
 }
+
 }  // namespace
 
 std::vector<std::string> named_model_shapes() {

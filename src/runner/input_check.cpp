@@ -102,18 +102,12 @@ void check_sampling_rows(const StepLayout& layout, const void* base, const StepS
 // The padded region of every field, exactly as the step table declares.
 void check_padding(const StepLayout& layout, const void* base, const StepShape& shape,
                    const PaddingContract& contract) {
-  for (size_t i = 0; i < kNumStepFields; ++i) {
-    const StepField field = static_cast<StepField>(i);
-    const StepFieldSpec& spec = step_field(field);
-    if (spec.pad == PadRule::kUnpadded) continue;
-    const int64_t real = real_numel(field, layout, shape), all = layout.numel(field);
-    visit_host_type(spec.dtype, [&](auto zero) {
-      using T = decltype(zero);
-      const T* data = layout.at<T>(base, field);
-      const T expected = padding_value<T>(field, layout, base, real, contract);
-      for (int64_t e = real; e < all; ++e) expect_equal(spec.name, e, data[e], expected, spec.why_padded);
-    });
-  }
+  // The staging is only read here; the visitor takes it as writable memory.
+  for_each_padded_field(layout, shape, contract, const_cast<void*>(base),
+                        [](const StepFieldSpec& spec, const auto* data, int64_t real, int64_t all, auto expected) {
+                          for (int64_t e = real; e < all; ++e)
+                            expect_equal(spec.name, e, data[e], expected, spec.why_padded);
+                        });
 }
 
 // The penalty lists' entries: in-vocabulary tokens, listed once per row, with valid counts.

@@ -75,21 +75,6 @@ void stage_sampling(const SamplingParams& params, int64_t r, const StepLayout& l
         kSamplingFields[i].param);
 }
 
-// Every field's elements past the step's real ones, by the table's rule.
-void pad_fields(const StepLayout& layout, const StepShape& shape, const PaddingContract& contract, void* base) {
-  for (size_t i = 0; i < kNumStepFields; ++i) {
-    const StepField field = static_cast<StepField>(i);
-    const StepFieldSpec& spec = step_field(field);
-    if (spec.pad == PadRule::kUnpadded) continue;
-    const int64_t real = real_numel(field, layout, shape), all = layout.numel(field);
-    visit_host_type(spec.dtype, [&](auto zero) {
-      using T = decltype(zero);
-      T* data = layout.at<T>(base, field);
-      std::fill(data + real, data + all, padding_value<T>(field, layout, base, real, contract));
-    });
-  }
-}
-
 }  // namespace
 
 StagedStep stage_step(const std::vector<ScheduledRequest>& requests, const StepLayout& layout,
@@ -129,7 +114,11 @@ StagedStep stage_step(const std::vector<ScheduledRequest>& requests, const StepL
     }
     penalty_offsets[r + 1] = static_cast<int32_t>(staged.penalty_entries);
   }
-  pad_fields(layout, shape, contract, base);
+  // The padded region, exactly as the table declares.
+  for_each_padded_field(layout, shape, contract, base,
+                        [](const StepFieldSpec&, auto* data, int64_t real, int64_t all, auto value) {
+                          std::fill(data + real, data + all, value);
+                        });
   staged.copy_bytes = layout.copy_bytes(staged.penalty_entries);
   return staged;
 }

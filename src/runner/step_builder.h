@@ -39,14 +39,16 @@ StagedStep stage_step(const std::vector<ScheduledRequest>& requests, const StepL
                       const PaddingContract& contract, int64_t block_size, void* base,
                       PenaltyListBuilder* builder = nullptr);
 
-// The value `field` holds past its real rows in a step staged at `base`: what stage_step writes
-// there and what checked mode expects. `real` is the field's count of real elements (> 0 for an
-// offsets field).
-template <typename T>
-T padding_value(StepField field, const StepLayout& layout, const void* base, int64_t real,
-                const PaddingContract& contract);
 // The field's real elements in a step of `shape`.
 int64_t real_numel(StepField field, const StepLayout& layout, const StepShape& shape);
+
+// Calls visit(spec, data, real, all, value) for every padded field of a step of `shape` staged at
+// `base`: its row of the table, its elements as their C++ type, its real and padded element counts,
+// and the value its elements [real, all) hold by the table's rule (what stage_step writes there and
+// what checked mode expects).
+template <typename Visit>
+void for_each_padded_field(const StepLayout& layout, const StepShape& shape, const PaddingContract& contract,
+                           void* base, Visit&& visit);
 
 // One step's inputs in backend memory, unpadded, in their own allocation: for reference runs and
 // tools that drive the model directly, outside the runner's persistent buffers (e.g. a prefill that
@@ -59,13 +61,12 @@ struct DeviceStep {
 DeviceStep upload_step(Backend& backend, const std::vector<ScheduledRequest>& requests, int64_t block_size,
                        int64_t max_blocks_per_seq);
 
+// The value of the elements of `field` past its `real` ones (> 0 for an offsets field).
 template <typename T>
-T padding_value(StepField field, const StepLayout& layout, const void* base, int64_t real,
-                const PaddingContract& contract) {
-  const StepFieldSpec& spec = step_field(field);
+T padding_value(const StepFieldSpec& spec, const T* data, int64_t real, const PaddingContract& contract) {
   switch (spec.pad) {
     case PadRule::kContractFill: return static_cast<T>(contract.*spec.contract_fill);
-    case PadRule::kRepeatLast: return layout.at<T>(base, field)[real - 1];
+    case PadRule::kRepeatLast: return data[real - 1];
     case PadRule::kNeutral: {
       T value{};
       std::visit([&](auto member) { value = static_cast<T>(SamplingParams{}.*member); }, spec.sampling->param);
@@ -75,6 +76,22 @@ T padding_value(StepField field, const StepLayout& layout, const void* base, int
     case PadRule::kUnpadded: break;
   }
   FG_ASSERT(false && "a field that is never padded has no padding value");
+}
+
+template <typename Visit>
+void for_each_padded_field(const StepLayout& layout, const StepShape& shape, const PaddingContract& contract,
+                           void* base, Visit&& visit) {
+  for (size_t i = 0; i < kNumStepFields; ++i) {
+    const StepField field = static_cast<StepField>(i);
+    const StepFieldSpec& spec = step_field(field);
+    if (spec.pad == PadRule::kUnpadded) continue;
+    const int64_t real = real_numel(field, layout, shape), all = layout.numel(field);
+    visit_host_type(spec.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      T* data = layout.at<T>(base, field);
+      visit(spec, data, real, all, padding_value<T>(spec, data, real, contract));
+    });
+  }
 }
 
 }  // namespace fg

@@ -189,14 +189,26 @@ void check_penalty_args(const Tensor& logits, const SamplingTensors& params, con
   check_lists(penalties, op, rows, device);
 }
 
-void check_raw_logprob_args(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out,
-                            Device device) {
-  constexpr const char* op = "raw_logprobs";
+namespace {
+
+// What both logprob ops read and write of every row: the logits, num_logprobs, L_max and Z. Returns
+// the rows.
+int64_t check_logprob_rows(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out,
+                           const char* op, Device device) {
   check_logits(logits, op, device);
   const int64_t rows = logits.dim(0);
   check_rows(params.num_logprobs, op, "num_logprobs", DType::kI32, rows, device);
   check_rows(out.logit_max, op, "logit_max", DType::kF32, rows, device);
   check_rows(out.mass, op, "mass", DType::kI64, rows, device);
+  return rows;
+}
+
+}  // namespace
+
+void check_raw_logprob_args(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out,
+                            Device device) {
+  constexpr const char* op = "raw_logprobs";
+  const int64_t rows = check_logprob_rows(logits, params, out, op, device);
   check_rows(out.top_ids, op, "top_ids", DType::kI32, rows, device);
   check_rows(out.top_logprobs, op, "top_logprobs", DType::kF32, rows, device);
   FG_CHECK(out.top_ids.rank == 2 && out.top_ids.dim(1) == kMaxLogprobs && out.top_logprobs.rank == 2 &&
@@ -208,13 +220,9 @@ void check_raw_logprob_args(const Tensor& logits, const SamplingTensors& params,
 void check_sampled_logprob_args(const Tensor& logits, const Tensor& ids, const SamplingTensors& params,
                                 const PenaltyTensors& penalties, const LogprobTensors& out, Device device) {
   constexpr const char* op = "sampled_logprobs";
-  check_logits(logits, op, device);
-  const int64_t rows = logits.dim(0);
+  const int64_t rows = check_logprob_rows(logits, params, out, op, device);
   check_rows(ids, op, "ids", DType::kI32, rows, device);
-  check_rows(params.num_logprobs, op, "num_logprobs", DType::kI32, rows, device);
   check_lists(penalties, op, rows, device);
-  check_rows(out.logit_max, op, "logit_max", DType::kF32, rows, device);
-  check_rows(out.mass, op, "mass", DType::kI64, rows, device);
   check_rows(out.sampled, op, "sampled", DType::kF32, rows, device);
 }
 

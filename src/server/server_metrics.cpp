@@ -2,6 +2,8 @@
 // low end of the token latencies, where a full-graph engine on a GPU lives (well under 1 ms).
 #include "server/server_metrics.h"
 
+#include <tuple>
+
 namespace fg::server {
 
 ServerMetrics::ServerMetrics()
@@ -26,33 +28,37 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineSer
     now = service->engine().gauges();
     held = static_cast<double>(service->held());
   }
-  const auto running = static_cast<double>(now.running), waiting = static_cast<double>(now.waiting),
-             preemptions = static_cast<double>(now.preemptions);
   PrometheusText out({{"model_name", model_name}});
-  out.gauge("fullgraph:num_requests_running", "Requests in the engine's running set.", running);
-  out.gauge("fullgraph:num_requests_waiting", "Requests waiting to be scheduled.", waiting);
-  out.gauge("fullgraph:num_requests_held",
-            "Requests the server holds (queued, running, or finishing their response); bounded by "
-            "--max-num-seqs + --max-queued-requests.",
-            held);
-  out.gauge("fullgraph:kv_cache_usage_perc", "Fraction of the KV cache's usable blocks in use (1 = full).", now.usage);
-  out.gauge("fullgraph:kv_cache_free_blocks", "KV-cache blocks free now (including evictable prefix-cache blocks).",
-            static_cast<double>(now.free_blocks));
-  out.gauge("fullgraph:kv_cache_usable_blocks", "KV-cache blocks that can be handed out (all but the null block).",
-            static_cast<double>(now.usable_blocks));
-  out.counter("fullgraph:prompt_tokens_total", "Prompt tokens of submitted requests.",
-              static_cast<double>(stats.prompt_tokens));
-  out.counter("fullgraph:generation_tokens_total", "Generated tokens.", static_cast<double>(stats.generated_tokens));
-  out.counter("fullgraph:num_preemptions_total", "Preemptions (a running request sent back to recompute).",
-              preemptions);
-  out.counter("fullgraph:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
-              static_cast<double>(now.prefix_query_tokens));
-  out.counter("fullgraph:prefix_cache_hits_total", "Prompt tokens the prefix cache supplied.",
-              static_cast<double>(now.prefix_hit_tokens));
-  out.counter("fullgraph:graph_steps_total", "Engine steps run as one graph replay.",
-              static_cast<double>(stats.graph_steps));
-  out.counter("fullgraph:eager_steps_total", "Engine steps run eagerly (no graph fits the batch).",
-              static_cast<double>(stats.eager_steps));
+  // (name, help, value): the engine's gauges of this moment, then its counters since start.
+  const std::tuple<const char*, const char*, double> gauges[] = {
+      {"fullgraph:num_requests_running", "Requests in the engine's running set.", static_cast<double>(now.running)},
+      {"fullgraph:num_requests_waiting", "Requests waiting to be scheduled.", static_cast<double>(now.waiting)},
+      {"fullgraph:num_requests_held",
+       "Requests the server holds (queued, running, or finishing their response); bounded by "
+       "--max-num-seqs + --max-queued-requests.",
+       held},
+      {"fullgraph:kv_cache_usage_perc", "Fraction of the KV cache's usable blocks in use (1 = full).", now.usage},
+      {"fullgraph:kv_cache_free_blocks", "KV-cache blocks free now (including evictable prefix-cache blocks).",
+       static_cast<double>(now.free_blocks)},
+      {"fullgraph:kv_cache_usable_blocks", "KV-cache blocks that can be handed out (all but the null block).",
+       static_cast<double>(now.usable_blocks)},
+  };
+  const std::tuple<const char*, const char*, double> counters[] = {
+      {"fullgraph:prompt_tokens_total", "Prompt tokens of submitted requests.",
+       static_cast<double>(stats.prompt_tokens)},
+      {"fullgraph:generation_tokens_total", "Generated tokens.", static_cast<double>(stats.generated_tokens)},
+      {"fullgraph:num_preemptions_total", "Preemptions (a running request sent back to recompute).",
+       static_cast<double>(now.preemptions)},
+      {"fullgraph:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
+       static_cast<double>(now.prefix_query_tokens)},
+      {"fullgraph:prefix_cache_hits_total", "Prompt tokens the prefix cache supplied.",
+       static_cast<double>(now.prefix_hit_tokens)},
+      {"fullgraph:graph_steps_total", "Engine steps run as one graph replay.", static_cast<double>(stats.graph_steps)},
+      {"fullgraph:eager_steps_total", "Engine steps run eagerly (no graph fits the batch).",
+       static_cast<double>(stats.eager_steps)},
+  };
+  for (const auto& [name, help, value] : gauges) out.gauge(name, help, value);
+  for (const auto& [name, help, value] : counters) out.counter(name, help, value);
   out.family("fullgraph:request_success_total", "counter", "Finished requests (choices) by finish reason.");
   for (FinishReason reason : {FinishReason::kStop, FinishReason::kLength, FinishReason::kAbort})
     out.sample("fullgraph:request_success_total",

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention/attention_contract.h"
@@ -34,7 +35,10 @@ class AttentionBackend {
   virtual ~AttentionBackend() = default;
   virtual std::string name() const = 0;
   virtual GraphSupport graph_support() const = 0;
-  virtual const PaddingContract& contract() const = 0;
+  // The padding contract the backend declared when it was built (DESIGN.md point 4).
+  const PaddingContract& contract() const { return contract_; }
+  // The largest step it serves.
+  const AttentionLimits& limits() const { return limits_; }
   // One line for logs and benchmark tables: kernel, tile shapes, scheduling, split policy,
   // workspace. Defaults to the name for backends that have nothing more to say.
   virtual std::string describe() const { return name(); }
@@ -50,6 +54,13 @@ class AttentionBackend {
   // L attends to context positions [0, L - n_q + j]; rows owned by no request are not written.
   virtual void run(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,
                    const Tensor& out, cudaStream_t stream) = 0;
+
+ protected:
+  AttentionBackend(const AttentionLimits& limits, PaddingContract contract)
+      : limits_(limits), contract_(std::move(contract)) {}
+
+  AttentionLimits limits_;
+  PaddingContract contract_;
 };
 
 // Factories; "flash" (graph support: always), "split_kv" (uniform_decode) and "auto" (always:

@@ -51,7 +51,7 @@ PaddingContract auto_contract(const PaddingContract& flash, const std::vector<co
 class AutoAttentionBackend final : public AttentionBackend {
  public:
   explicit AutoAttentionBackend(const AttentionLimits& limits)
-      : limits_(limits), flash_(make_flash_attention(limits)) {
+      : AttentionBackend(limits, PaddingContract{}), flash_(make_flash_attention(limits)) {
     int device = 0;
     FG_CUDA_CHECK(cudaGetDevice(&device));
     FG_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
@@ -61,7 +61,6 @@ class AutoAttentionBackend final : public AttentionBackend {
 
   std::string name() const override { return "auto"; }
   GraphSupport graph_support() const override { return GraphSupport::kAlways; }
-  const PaddingContract& contract() const override { return contract_; }
   void set_capture_sizes(const std::vector<int64_t>& sizes) override {
     request_buckets_ = SizeBuckets(sizes);
     build_split_backends();
@@ -152,10 +151,8 @@ class AutoAttentionBackend final : public AttentionBackend {
          limits_.max_reqs);
   }
 
-  AttentionLimits limits_;
   std::unique_ptr<AttentionBackend> flash_;
   std::vector<SplitBackend> splits_;
-  PaddingContract contract_;
   int sm_count_ = 0;
   int resident_ctas_ = 1;  // split_kv CTAs the GPU holds at once, at this head dim
   SizeBuckets request_buckets_;  // the runner's capture sizes; powers of two until set

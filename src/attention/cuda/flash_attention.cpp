@@ -19,7 +19,6 @@
 // allocates or reads device memory on the host; there is no workspace.
 #include <fmt/format.h>
 
-#include <numbers>
 
 #include "attention/cuda/attention_backend.h"
 #include "attention/cuda/flash_attention_checks.h"
@@ -50,14 +49,13 @@ PaddingContract flash_contract() {
 
 class FlashAttentionBackend final : public AttentionBackend {
  public:
-  explicit FlashAttentionBackend(const AttentionLimits& limits) : limits_(limits), contract_(flash_contract()) {
+  explicit FlashAttentionBackend(const AttentionLimits& limits) : AttentionBackend(limits, flash_contract()) {
     attn::check_attention_limits("flash", limits_);
     attn::flash_attention_prepare();
   }
 
   std::string name() const override { return "flash"; }
   GraphSupport graph_support() const override { return GraphSupport::kAlways; }
-  const PaddingContract& contract() const override { return contract_; }
 
   std::string describe() const override {
     const int64_t smem = attn::flash_smem_bytes(static_cast<int>(limits_.head_dim));
@@ -75,29 +73,8 @@ class FlashAttentionBackend final : public AttentionBackend {
   void run(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale, const Tensor& out,
            cudaStream_t stream) override {
     const attn::RunShapes s = attn::check_attention_run("flash", limits_, q, cache, meta, out);
-    attn::FlashParams p{};
-    p.q = q.data;
-    p.k_cache = cache.k.data;
-    p.v_cache = cache.v.data;
-    p.query_start_loc = meta.query_start_loc.as<const int>();
-    p.seq_lens = meta.seq_lens.as<const int>();
-    p.block_table = meta.block_table.as<const int>();
-    p.out = out.data;
-    p.num_tokens = s.num_tokens;
-    p.num_reqs = s.num_reqs;
-    p.num_heads = static_cast<int>(limits_.num_heads);
-    p.num_kv_heads = static_cast<int>(limits_.num_kv_heads);
-    p.head_dim = static_cast<int>(limits_.head_dim);
-    p.block_size = static_cast<int>(limits_.block_size);
-    p.max_blocks = s.max_blocks;
-    p.block_magic = attn::block_size_magic(limits_.block_size);
-    p.scale_log2 = scale * std::numbers::log2e_v<float>;
-    attn::launch_flash_attention(p, stream);
+    attn::launch_flash_attention(attn::paged_attention_args(s, limits_, q, cache, meta, scale, out), stream);
   }
-
- private:
-  AttentionLimits limits_;
-  PaddingContract contract_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "attention/cuda/flash_attention_checks.h"
 
 #include <limits>
+#include <numbers>
 
 #include "core/error.h"
 
@@ -33,6 +34,29 @@ void check_attention_limits(const std::string& backend, const AttentionLimits& l
 uint32_t block_size_magic(int64_t block_size) {
   return static_cast<uint32_t>(((uint64_t{1} << 32) + static_cast<uint64_t>(block_size) - 1) /
                                static_cast<uint64_t>(block_size));
+}
+
+PagedAttentionArgs paged_attention_args(const RunShapes& s, const AttentionLimits& limits, const Tensor& q,
+                                        const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,
+                                        const Tensor& out) {
+  PagedAttentionArgs p{};
+  p.q = q.data;
+  p.k_cache = cache.k.data;
+  p.v_cache = cache.v.data;
+  p.query_start_loc = meta.query_start_loc.as<const int>();
+  p.seq_lens = meta.seq_lens.as<const int>();
+  p.block_table = meta.block_table.as<const int>();
+  p.out = out.data;
+  p.num_tokens = s.num_tokens;
+  p.num_reqs = s.num_reqs;
+  p.num_heads = static_cast<int>(limits.num_heads);
+  p.num_kv_heads = static_cast<int>(limits.num_kv_heads);
+  p.head_dim = static_cast<int>(limits.head_dim);
+  p.block_size = static_cast<int>(limits.block_size);
+  p.max_blocks = s.max_blocks;
+  p.block_magic = block_size_magic(limits.block_size);
+  p.scale_log2 = scale * std::numbers::log2e_v<float>;
+  return p;
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "attention/cuda/attention_backend.h"
+#include "attention/cuda/paged_attention_args.h"
 
 namespace fg::attn {
 
@@ -27,6 +28,11 @@ void check_attention_limits(const std::string& backend, const AttentionLimits& l
 // Checks dtypes, devices and shapes of one run() against the limits; names the argument at fault.
 RunShapes check_attention_run(const std::string& backend, const AttentionLimits& limits, const Tensor& q,
                               const KvCacheLayer& cache, const AttentionMetadata& meta, const Tensor& out);
+
+// The kernels' arguments for one run() whose shapes check_attention_run returned.
+PagedAttentionArgs paged_attention_args(const RunShapes& shapes, const AttentionLimits& limits, const Tensor& q,
+                                        const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,
+                                        const Tensor& out);
 
 // ceil(2^32 / block_size): the kernels divide positions by the block size with one __umulhi,
 // exact while position * block_size < 2^32 (check_attention_run enforces it for the table width).

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "attention/cuda/paged_attention_args.h"
+
 namespace fg::attn {
 
 // Tile shape of the flash kernel, shared with the host for grid sizing and describe().
@@ -33,21 +35,8 @@ constexpr int flash_smem_bytes(int hd) {
   return wide > short_walk ? wide : short_walk;
 }
 
-struct FlashParams {
-  const void* q;          // BF16 [num_tokens, num_heads * head_dim]
-  const void* k_cache;    // BF16 [num_blocks, block_size, num_kv_heads, head_dim]
-  const void* v_cache;    // BF16 [num_blocks, block_size, num_kv_heads, head_dim]
-  const int* query_start_loc;  // I32 [num_reqs + 1], non-decreasing (contract)
-  const int* seq_lens;    // I32 [num_reqs]
-  const int* block_table;  // I32 [>= num_reqs, max_blocks]
-  void* out;              // BF16 [num_tokens, num_heads * head_dim]
-  int num_tokens;         // rows of q and out (the padded count under a graph)
-  int num_reqs;           // entries of seq_lens (the padded count under a graph)
-  int num_heads, num_kv_heads, head_dim;
-  int block_size, max_blocks;  // block_table row width
-  uint32_t block_magic;   // ceil(2^32 / block_size)
-  float scale_log2;       // softmax scale * log2(e)
-};
+// The flash kernel reads the paged-attention arguments every GPU backend shares.
+using FlashParams = PagedAttentionArgs;
 
 // Raises the kernels' dynamic shared-memory limit; call once before the first launch (at backend
 // construction, never inside a capture). Raises fg::Error on a CUDA failure.

@@ -100,31 +100,32 @@ struct PagedKvLoader {
 // those rows, one cp.async group each. After the wait and the caller's copies of Q: the step's
 // rows of those tiles, in one group with Q, and the block ids of the next tile. The walks' waits
 // then count these groups (walk_in_slices; the flash kernel's 128-row walk, a 2-stage ring).
+//
+// Both halves issue stage st of the ring: the block ids of its tile, then its rows before (or,
+// after the wait, from) `before`.
+template <int HD, int BN, int NT>
+__device__ __forceinline__ void issue_ring_stage(PagedKvLoader<HD, BN, NT>& kv, int st, int kv_begin, int kv_end,
+                                                 int before, uint32_t sk0, uint32_t sv0, bool after_wait) {
+  constexpr uint32_t kStageBytes = BN * HD * 2;
+  kv.fetch_blocks(kv_begin + st * BN, kv_end);
+  kv.issue_part(kv_begin + st * BN, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, after_wait);
+}
 template <int S = kKvRingStages, int HD, int BN, int NT>
 __device__ __forceinline__ void start_ring_before_wait(PagedKvLoader<HD, BN, NT>& kv, int kv_begin, int kv_end,
                                                        int num_tiles, int before, uint32_t sk0, uint32_t sv0) {
-  constexpr uint32_t kStageBytes = BN * HD * 2;
 #pragma unroll
   for (int st = 0; st < S - 1; ++st) {
-    if (st < num_tiles) {
-      kv.fetch_blocks(kv_begin + st * BN, kv_end);
-      kv.issue_part(kv_begin + st * BN, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, false);
-    }
+    if (st < num_tiles) issue_ring_stage(kv, st, kv_begin, kv_end, before, sk0, sv0, false);
     cp_async_commit();
   }
 }
 template <int S = kKvRingStages, int HD, int BN, int NT>
 __device__ __forceinline__ void finish_ring_start(PagedKvLoader<HD, BN, NT>& kv, int kv_begin, int kv_end,
                                                   int num_tiles, int before, uint32_t sk0, uint32_t sv0) {
-  constexpr uint32_t kStageBytes = BN * HD * 2;
 #pragma unroll
-  for (int st = 0; st < S - 1; ++st) {
-    const int tile_base = kv_begin + st * BN;
-    if (st < num_tiles && kv.has_written_rows(tile_base, kv_end, before)) {
-      kv.fetch_blocks(tile_base, kv_end);
-      kv.issue_part(tile_base, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, true);
-    }
-  }
+  for (int st = 0; st < S - 1; ++st)
+    if (st < num_tiles && kv.has_written_rows(kv_begin + st * BN, kv_end, before))
+      issue_ring_stage(kv, st, kv_begin, kv_end, before, sk0, sv0, true);
   cp_async_commit();
   if (S - 1 < num_tiles) kv.fetch_blocks(kv_begin + (S - 1) * BN, kv_end);
 }

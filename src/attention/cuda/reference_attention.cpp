@@ -11,14 +11,14 @@ namespace {
 
 class ReferenceAttention final : public AttentionBackend {
  public:
-  explicit ReferenceAttention(const AttentionLimits& limits) : limits_(limits) {
+  // The default contract: the reference reads nothing past the real rows it needs.
+  explicit ReferenceAttention(const AttentionLimits& limits) : AttentionBackend(limits, PaddingContract{}) {
     FG_CHECK(limits.head_dim >= 1 && limits.head_dim <= 256,
              "reference attention: head_dim {} is outside [1, 256]", limits.head_dim);
   }
 
   std::string name() const override { return "reference"; }
   GraphSupport graph_support() const override { return GraphSupport::kAlways; }
-  const PaddingContract& contract() const override { return contract_; }
 
   void run(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale, const Tensor& out,
            cudaStream_t stream) override {
@@ -56,10 +56,6 @@ class ReferenceAttention final : public AttentionBackend {
         static_cast<int>(meta.block_table.dim(1)), static_cast<int>(cache.k.dim(1)), static_cast<int>(nh),
         static_cast<int>(nkv), static_cast<int>(hd), scale, static_cast<__nv_bfloat16*>(out.data), stream);
   }
-
- private:
-  AttentionLimits limits_;
-  PaddingContract contract_;
 };
 
 }  // namespace

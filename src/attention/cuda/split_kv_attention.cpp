@@ -28,7 +28,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numbers>
 
 #include "attention/cuda/attention_backend.h"
 #include "attention/cuda/flash_attention_checks.h"
@@ -65,7 +64,7 @@ struct DeviceFree {
 class SplitKvAttentionBackend final : public AttentionBackend {
  public:
   SplitKvAttentionBackend(const AttentionLimits& limits, const attn::SplitKvBounds& bounds)
-      : limits_(limits), bounds_(bounds) {
+      : AttentionBackend(limits, PaddingContract{}), bounds_(bounds) {
     attn::check_attention_limits("split_kv", limits_);
     FG_CHECK(bounds.min_chunk > 0 && bounds.min_chunk % attn::kSplitKvTileN == 0,
              "split_kv attention: the smallest chunk must be a positive multiple of {} positions, not {}",
@@ -104,7 +103,6 @@ class SplitKvAttentionBackend final : public AttentionBackend {
 
   std::string name() const override { return "split_kv"; }
   GraphSupport graph_support() const override { return GraphSupport::kUniformDecode; }
-  const PaddingContract& contract() const override { return contract_; }
 
   std::string describe() const override {
     const double workspace_mib = (static_cast<double>(bounds_.max_splits) * partial_rows_ * limits_.num_heads *
@@ -134,25 +132,10 @@ class SplitKvAttentionBackend final : public AttentionBackend {
              "split_kv attention: {} query rows exceed the workspace's {} rows (4 per request, max_reqs {})",
              s.num_tokens, partial_rows_, limits_.max_reqs);
     attn::SplitKvParams p{};
-    p.q = q.data;
-    p.k_cache = cache.k.data;
-    p.v_cache = cache.v.data;
-    p.query_start_loc = meta.query_start_loc.as<const int>();
-    p.seq_lens = meta.seq_lens.as<const int>();
-    p.block_table = meta.block_table.as<const int>();
-    p.out = out.data;
+    static_cast<attn::PagedAttentionArgs&>(p) = attn::paged_attention_args(s, limits_, q, cache, meta, scale, out);
     p.partial_out = static_cast<float*>(partial_out_.get());
     p.partial_lse = static_cast<float*>(partial_lse_.get());
     p.arrivals = static_cast<int*>(arrivals_.get());
-    p.num_tokens = s.num_tokens;
-    p.num_reqs = s.num_reqs;
-    p.num_heads = static_cast<int>(limits_.num_heads);
-    p.num_kv_heads = static_cast<int>(limits_.num_kv_heads);
-    p.head_dim = static_cast<int>(limits_.head_dim);
-    p.block_size = static_cast<int>(limits_.block_size);
-    p.max_blocks = s.max_blocks;
-    p.block_magic = attn::block_size_magic(limits_.block_size);
-    p.scale_log2 = scale * std::numbers::log2e_v<float>;
     p.max_splits = bounds_.max_splits;
     p.min_chunk = bounds_.min_chunk;
     p.tile_splits = bounds_.tile_splits;
@@ -162,8 +145,6 @@ class SplitKvAttentionBackend final : public AttentionBackend {
   }
 
  private:
-  AttentionLimits limits_;
-  PaddingContract contract_;
   attn::SplitKvBounds bounds_;  // max_splits lowered to what max_context uses
   int resident_ctas_ = 1;  // CTAs of the split kernel the GPU holds at once
   int64_t partial_rows_ = 0;

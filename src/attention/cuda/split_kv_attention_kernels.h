@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "attention/cuda/paged_attention_args.h"
+
 namespace fg::attn {
 
 // Split policy. A request of context L is cut into
@@ -61,23 +63,12 @@ __host__ __device__ constexpr SplitKvPlan split_kv_plan(int context_len, int max
   return {(context_len + chunk - 1) / chunk, chunk};
 }
 
-struct SplitKvParams {
-  const void* q;           // BF16 [num_tokens, num_heads * head_dim]
-  const void* k_cache;     // BF16 [num_blocks, block_size, num_kv_heads, head_dim]
-  const void* v_cache;     // BF16 [num_blocks, block_size, num_kv_heads, head_dim]
-  const int* query_start_loc;  // I32 [num_reqs + 1]
-  const int* seq_lens;     // I32 [num_reqs]; 0 for padded requests
-  const int* block_table;  // I32 [>= num_reqs, max_blocks]
-  void* out;               // BF16 [num_tokens, num_heads * head_dim]
+// The paged-attention arguments (num_tokens <= partial_rows; seq_lens 0 for padded requests), and
+// the workspace and split policy.
+struct SplitKvParams : PagedAttentionArgs {
   float* partial_out;      // F32 [max_splits, partial_rows, num_heads, head_dim], normalized per split
   float* partial_lse;      // F32 [max_splits, partial_rows, num_heads], log2-domain log-sum-exp
   int* arrivals;           // I32 [num_reqs, num_kv_heads * row_groups]: splits done; 0 between launches
-  int num_tokens;          // rows of q and out (padded under a graph); <= partial_rows
-  int num_reqs;            // entries of seq_lens (padded under a graph)
-  int num_heads, num_kv_heads, head_dim;
-  int block_size, max_blocks;
-  uint32_t block_magic;    // ceil(2^32 / block_size)
-  float scale_log2;        // softmax scale * log2(e)
   int max_splits;          // the policy's bounds (SplitKvBounds): construction constants
   int min_chunk;
   int tile_splits;

@@ -1,0 +1,26 @@
+// attention/cuda/paged_attention_args.h — the arguments every GPU paged-attention kernel reads:
+// plain pointers and sizes, no Tensor (core/tensor.h pulls in fmt, which nvcc cannot compile).
+// flash_attention_checks.h fills them from a run()'s tensors.
+#pragma once
+
+#include <cstdint>
+
+namespace fg::attn {
+
+struct PagedAttentionArgs {
+  const void* q;          // BF16 [num_tokens, num_heads * head_dim]
+  const void* k_cache;    // BF16 [num_blocks, block_size, num_kv_heads, head_dim]
+  const void* v_cache;    // BF16 [num_blocks, block_size, num_kv_heads, head_dim]
+  const int* query_start_loc;  // I32 [num_reqs + 1], non-decreasing (contract)
+  const int* seq_lens;    // I32 [num_reqs]
+  const int* block_table;  // I32 [>= num_reqs, max_blocks]
+  void* out;              // BF16 [num_tokens, num_heads * head_dim]
+  int num_tokens;         // rows of q and out (the padded count under a graph)
+  int num_reqs;           // entries of seq_lens (the padded count under a graph)
+  int num_heads, num_kv_heads, head_dim;
+  int block_size, max_blocks;  // block_table row width
+  uint32_t block_magic;   // ceil(2^32 / block_size)
+  float scale_log2;       // softmax scale * log2(e)
+};
+
+}  // namespace fg::attn
