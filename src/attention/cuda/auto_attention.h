@@ -17,8 +17,8 @@ namespace fg::attn {
 // True when a uniform decode batch of query length `query_len`, whose request count falls in the
 // bucket topped by `bucket_reqs` (core/size_buckets.h: the same for a graph and for the eager run of
 // any batch it holds, DESIGN.md point 7), runs split_kv: while flash would give it CTAs on at most
-// half of the SMs. Measured on the H200 (132 SMs, hd 128, 8 KV heads; bench/RESULTS.md, session 12
-// runs 1 and 6): at batch 1-8 split_kv is faster at every context from 512 to 32k (at batch 8,
+// half of the SMs. Measured on the H200 (132 SMs, hd 128, 8 KV heads; bench/RESULTS.md,
+// 2026-12-01): at batch 1-8 split_kv is faster at every context from 512 to 32k (at batch 8,
 // 8.8 against 10.4 us at 512, 49 against 68 at 4k, 272 against 545 at 32k); at batch 16 (flash:
 // 128 CTAs) flash is faster up to 8k (12.2 against 13.3 us at 512, 80.8 against 89 at 4k) and
 // slower beyond (315 against 288 at 16k, 627 against 525 at 32k); from batch 32 on flash is faster
@@ -34,7 +34,7 @@ constexpr bool auto_attention_splits(int64_t bucket_reqs, int64_t num_kv_heads, 
 // request takes. Every split pays a pipeline fill and a partial to merge: so at long contexts
 // about as many CTAs in all as the GPU holds at once (max_splits; `resident_ctas`, 2 per SM at hd
 // 128, 4 at hd 64), and at short ones one-tile chunks up to about one per SM (tile_splits); powers
-// of two, at most 32. Measured on the H200 (bench/RESULTS.md, session 13 runs 4 and 5; hd 128, 8
+// of two, at most 32. Measured on the H200 (bench/RESULTS.md, 2026-12-01; hd 128, 8
 // KV heads, us, against the split_kv backend's fixed bounds (256, 32, 0)): batch 1 at 512 / 1k /
 // 4k / 32k of context: 5.3 / 6.1 / 9.8 / 37.7 with (256, 32, 16) against 7.6 / 8.4 / 9.6 / 37.8;
 // batch 4 at 4k / 32k: 21.3 / 128.5 with (256, 8, 4) against 26.2 / 139.3; batch 8 at 512 / 4k /

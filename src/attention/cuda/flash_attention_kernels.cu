@@ -47,7 +47,7 @@ constexpr int kWarpRows = kBM / kWarps;  // the 128-row walk's rows per warp
 constexpr int kWarpMTiles = kWarpRows / 16;
 static_assert(kWarpMTiles * 16 * kWarps == kBM, "each warp owns whole m16 tiles");
 // Two stages: a third (80 KiB at hd 128, still two CTAs per SM) ran the prefill 1.5-2.7% slower
-// (bench/RESULTS.md, 2026-12-01 session 11).
+// (bench/RESULTS.md, 2026-12-01).
 static_assert(kWideStages >= 2, "the 128-row walk computes on one tile while the next ones land");
 static_assert(kShortStages == kKvRingStages, "the short walk is walk_in_slices, on paged_kv_walk.h's ring");
 static_assert(kShortRows == 16, "walk_in_slices walks 16 rows");
@@ -206,13 +206,13 @@ __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const Tile
 // tiles over every KV tile, through a 2-stage ring; O is staged in the Q tile and written as bf16.
 // Q's fragments stay in registers at hd 64 and are re-read from the Q tile at hd 128 (O of 32 rows
 // alone takes 128 registers there, and Q would take 64 more). Against the 64-row tile of 16 rows
-// per warp, at hd 128 and 512-8192 tokens (bench/RESULTS.md, 2026-12-01 session 11): 3-7% faster
+// per warp, at hd 128 and 512-8192 tokens (bench/RESULTS.md, 2026-12-01): 3-7% faster
 // as such, 14-17% with the softmax's ex2.ftz, folded scale, branch-only mask and skipped rescale.
 //
 // Out of line, its parameters by value (so that nothing of the caller's lives in local memory):
 // ptxas then allocates and schedules this loop and the kernel's inlined short walk each on its own.
-// With both inlined (64-row tiles then; bench/RESULTS.md, 2026-12-01 session 10, three interleaved
-// runs), prefill of 2k-8k tokens ran 1.5-2.8% slower, flash decode at batch 1 and 1k-32k of context
+// With both inlined (64-row tiles then; bench/RESULTS.md, 2026-12-01, three interleaved
+// repetitions), prefill of 2k-8k tokens ran 1.5-2.8% slower, flash decode at batch 1 and 1k-32k of context
 // 2-7% slower.
 template <int HD>
 __device__ __noinline__ void walk_wide_tile(const FlashParams p, const TileWalk t, unsigned char* smem) {

@@ -22,8 +22,8 @@ constexpr int kFlashShortStages = 3;  // KV tiles in that walk's ring (paged_kv_
 // KV positions per tile of the 128-row walk. At hd 128, 48: S of 32 rows x 64 positions (64
 // registers beside O's 128) left ptxas no room to request the next fragments early, and it spilled;
 // 32 positions cost more instructions per mma (the tile's fixed work: barriers, copies, the
-// softmax's reductions). Measured at 512 / 1k / 2k / 4k / 8k tokens (bench/RESULTS.md, 2026-12-01
-// session 11, three interleaved reps): 48 against 32, +2 / -2 / -3 / -3 / -2%; against 64, -7 /
+// softmax's reductions). Measured at 512 / 1k / 2k / 4k / 8k tokens (bench/RESULTS.md, 2026-12-01,
+// three interleaved reps): 48 against 32, +2 / -2 / -3 / -3 / -2%; against 64, -7 /
 // -4 / -2 / -1 / -2%.
 constexpr int flash_wide_tile_n(int hd) { return hd > 64 ? 48 : kFlashTileN; }
 

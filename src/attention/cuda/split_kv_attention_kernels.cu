@@ -93,8 +93,8 @@ __device__ __forceinline__ void combine_splits(const SplitKvParams& p, const Req
     const bool active = c < HD;  // every lane runs every shuffle
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     // Eight splits' partial rows in flight at once (the default unrolling gave four, so 32 splits
-    // took eight round trips to L2 per row); the sums stay in split order. Session 12 run 8: batch 1
-    // 4.4-9.9% faster at 4k-32k of context. Fewer than 8 splits fall to the remainder loop, one
+    // took eight round trips to L2 per row); the sums stay in split order. On an H200 (2026-12-01):
+    // batch 1 4.4-9.9% faster at 4k-32k of context. Fewer than 8 splits fall to the remainder loop, one
     // load at a time: 1k of context (4 splits) became 2-4% slower.
 #pragma unroll 8
     for (int s = 0; s < v.plan.num_splits; ++s) {  // fixed split order
@@ -231,9 +231,9 @@ __device__ __forceinline__ int batch_max_splits(const SplitKvParams& p) {
 // true: fewer CTAs than that (the resident ones), each walking every grid-th of the batch's
 // units, numbered split-major up to the largest split count in the batch. (Numbered
 // row-major instead, so that a row group's splits run side by side, long contexts took 1.1-1.9x as
-// long: session 12 run 4.) Two kernels rather than one with both paths: the one-unit path kept in
+// long on an H200, 2026-12-01.) Two kernels rather than one with both paths: the one-unit path kept in
 // the same kernel as the loop (220 registers rather than 163 at hd 128) ran 1.4-3.4% slower at
-// batch 1 and 4k-16k of context (run 5); as its own kernel, level with a grid of only it (run 6).
+// batch 1 and 4k-16k of context; as its own kernel, level with a grid of only it.
 template <int HD, bool kSeveralUnits>
 __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKvParams p, int row_groups) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKv
     // Numbered split-major like the loop's units, so that the CTAs with work (the low splits) come
     // first and the block scheduler spreads them one per SM; numbered row-major, a batch of 4 or 8
     // whose requests use fewer splits than the cap put two busy CTAs on an SM while others stood
-    // idle (session 13 run 4: batch 8 at 512 of context 10.0 us against 9.0 through the loop).
+    // idle (H200, 2026-12-01: batch 8 at 512 of context 10.0 us against 9.0 through the loop).
     const int rows = p.num_reqs * per_req;
     const int split = blockIdx.x / rows, req = blockIdx.x % rows / per_req, row = blockIdx.x % per_req;
     const int kv_head = row / row_groups, m0 = (row % row_groups) * kRows;

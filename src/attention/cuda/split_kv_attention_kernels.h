@@ -29,8 +29,8 @@ constexpr int kSplitKvThreads = 128;    // 4 warps, each a 16-position slice of 
 // splits with chunks as short as one tile; and a request has at most max_splits splits (1..32; the
 // backend lowers it further to what max_context can use). Every split a CTA walks pays a pipeline
 // fill and a partial to merge, so the best bounds depend on how many requests share the GPU: a
-// lone request wants many short splits, a batch of 8 few long ones (bench/RESULTS.md, session 13
-// runs 3 and 4). The `split_kv` backend keeps the defaults; `auto` picks bounds by the batch's bucket
+// lone request wants many short splits, a batch of 8 few long ones (bench/RESULTS.md,
+// 2026-12-01). The `split_kv` backend keeps the defaults; `auto` picks bounds by the batch's bucket
 // (auto_attention.h), with one split_kv backend for each.
 struct SplitKvBounds {
   int min_chunk = 256;

@@ -101,8 +101,8 @@ class CudaBackend final : public Backend {
                             const Tensor& slot_mapping, const Tensor& rope_cos_sin,
                             const KvCacheLayer& cache) override;
   // One launch (rope_kernels.h) with the bits of the three steps where n is a small-n row count;
-  // the steps elsewhere. Measured on qwen3-0.6b (bench/RESULTS.md, 2026-12-02 session 17, runs 5
-  // and 7, graph ms): one launch is 6% faster at batch 1 and 8, 4% at 16, 3% at 17, but 4.6-4.9%
+  // the steps elsewhere. Measured on qwen3-0.6b (bench/RESULTS.md, 2026-12-02,
+  // graph ms): one launch is 6% faster at batch 1 and 8, 4% at 16, 3% at 17, but 4.6-4.9%
   // slower at 64, where the attention block itself is level and the cuBLASLt launches, norms and
   // silu_mul around it are slower, for reasons not yet known.
   // A function of n's bucket, so graph and eager runs take the same path (both give the same bits).

@@ -324,7 +324,7 @@ bool CudaBackend::takes_input_norm(int64_t out_features, int64_t in) const {
   // but it measured no better than the norm kernel it saves: the 8B q/k/v span took ~2 us more
   // with the norm inside (15.0 -> 17.1 us at M = 1), and down_proj then the span, as a pair, 0.2 us
   // more than the three launches it replaced; with a norm kernel between them instead, the pair
-  // is 0.7 us faster than those (bench/RESULTS.md, 2026-12-01 session 7, runs 2 and 8).
+  // is 0.7 us faster than those (bench/RESULTS.md, 2026-12-01).
   return !cuda::prefers_streamed_linear(out_features, in, sm_count_) &&
          cuda::small_n_linear_takes_norm(out_features, sm_count_);
 }

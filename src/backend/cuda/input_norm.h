@@ -28,7 +28,7 @@ struct InputNorm {
 #ifdef __CUDACC__
 // Eight values of a token row h (one 16-byte fragment) and the norm weight g at the same k:
 // returns bf16(g ⊙ h) (bf16 multiplies round the exact product once) and adds sum h² to sum_sq.
-// (Measured alternatives, bench/RESULTS.md 2026-12-01 session 7: the squares summed as a tree,
+// (Measured alternatives, bench/RESULTS.md, 2026-12-01: the squares summed as a tree,
 // no faster; on the tensor cores, with the fragments as both operands, 1B q/k/v 6.1 -> 8.7 us,
 // the accumulator chaining every mma.)
 __device__ __forceinline__ uint4 apply_norm_weight(const uint4& h, const uint4& g, float& sum_sq) {

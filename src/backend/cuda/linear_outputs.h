@@ -66,7 +66,7 @@ struct LinearOutputs {
 
   // Writes output (token, column): `value` rounded to OutT, or (add_to_output) that rounded value
   // plus what the output holds, rounded again. (Requesting what it holds ahead of the store, to
-  // hide the load, measured slower: bench/RESULTS.md, 2026-12-01 session 7.)
+  // hide the load, measured slower: bench/RESULTS.md, 2026-12-01.)
   template <typename OutT>
   __device__ __forceinline__ void put(int token, int64_t column, float value) const {
     OutT* p = at<OutT>(token, column);
@@ -89,7 +89,7 @@ struct LinearOutputs {
   // 8-byte (F32) store: each value rounded, and added, as put() would. Only where pairs_fit().
   // A lane's tensor-core accumulators hold such pairs; storing them two at a time halves the
   // store instructions and the partial-sector writes of a tile's store. Measured (bench/RESULTS.md,
-  // 2026-12-02 session 18, run 2): the 1B q/k/v span at M = 16 6.34 -> 5.99 us, the 1B gate/up
+  // 2026-12-02): the 1B q/k/v span at M = 16 6.34 -> 5.99 us, the 1B gate/up
   // span 18.32 -> 17.99; the decode step 1-3% faster on both Llama shapes at batches 1-16.
   template <typename OutT>
   __device__ __forceinline__ void put_pair(int token, int64_t column, float first, float second) const {

@@ -105,7 +105,7 @@ __device__ __forceinline__ void store_qkv_pair(const LinearOutputs& out, const Q
 // streamed kernel's launches keep every part's first column a multiple of head_dim, so the pair
 // lies in one part at an aligned address. (The direct kernel's lanes hold RoPE partners, not
 // neighbours; pairing them through shuffles made the 1B and Qwen2.5-0.5B steps 0.6-2% slower at
-// batch 1: bench/RESULTS.md, 2026-12-02 session 18, run 3.)
+// batch 1: bench/RESULTS.md, 2026-12-02.)
 __device__ __forceinline__ void store_qkv_columns(const LinearOutputs& out, const QkvRope& rope, int token, int column,
                                                   float lo, float hi, int64_t slot) {
   out.put_pair<__nv_bfloat16>(token, column, lo, hi);

@@ -46,7 +46,7 @@ constexpr int kRingStages = 4;    // groups per warp in the cp.async ring (3 in 
 
 // Weights are read exactly once: keep them out of L1 (which holds the reused token rows) and let
 // L2 fetch 128 bytes around each load, since the neighbouring lanes' k-steps follow. 128 rather
-// than 256 (bench/RESULTS.md, 2026-12-01 session 5): 1-3% faster on the q/k/v/o shapes this
+// than 256 (bench/RESULTS.md, 2026-12-01): 1-3% faster on the q/k/v/o shapes this
 // kernel takes, 2-10% on the large ones; no hint at all is slower than either.
 __device__ __forceinline__ uint4 load_weights(const bf16* p) {
   uint4 v;
@@ -150,9 +150,9 @@ __device__ __forceinline__ void store_qkv_rope(const LinearOutputs& out, const Q
 // which the compiler took to 90 registers where the plain normed kernel takes 80. At 90 the fused
 // launch took 10.4 us of the 1B decode step against 6.2 for the plain one, and still did with
 // its RoPE work, row order and cache writes all switched off; capped at 80 (no spills) it took
-// 6.1-6.6 us (bench/RESULTS.md, 2026-12-01 session 14). Why was not measured on this kernel.
-// The likely mechanism, which the phase probe shows (bench kernels --tables phase_boundaries,
-// session 15): under PDL a launch's registers decide how many of the next launch's blocks start
+// 6.1-6.6 us (bench/RESULTS.md, 2026-12-01). Why was not measured on this kernel.
+// The likely mechanism, which a probe of launch boundaries showed (bench/RESULTS.md,
+// 2026-12-01): under PDL a launch's registers decide how many of the next launch's blocks start
 // beside its own; the probe's launch boundaries cost 3.6 us at 33 registers, 6.4 at 48.
 constexpr int max_registers(bool upper_half, bool rope) { return rope && !upper_half ? 80 : 128; }
 
