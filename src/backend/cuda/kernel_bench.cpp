@@ -23,13 +23,10 @@
 #include "core/cuda/cuda_check.h"
 #include "backend/cuda/fill_kernels.h"
 #include "backend/cuda/graph_timing.h"
-#include "backend/cuda/gemv_chain_bench.h"
-#include "backend/cuda/phase_boundaries.h"
 #include "backend/cuda/read_kernels.h"
 #include "backend/cuda/small_n_linear.h"
 #include "backend/cuda/step_breakdown.h"
 #include "backend/cuda/streamed_linear.h"
-#include "backend/cuda/streamed_timeline.h"
 #include "model/llama_model.h"
 #include "model/named_shapes.h"
 #include "runner/host_step.h"
@@ -650,10 +647,9 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
 }  // namespace
 
 const std::vector<std::string>& kernel_benchmark_tables() {
-  static const std::vector<std::string> tables = {"linear",       "gated_mlp",    "residual_stream",
-                                                  "streamed_k_slices", "streamed_blocks_per_sm", "direct_warps",
-                                                  "decode_step", "streamed_timeline", "phase_boundaries",
-                                                  "gemv_chain", "linear_rows"};
+  static const std::vector<std::string> tables = {"linear",       "gated_mlp",   "residual_stream",
+                                                  "streamed_k_slices", "streamed_blocks_per_sm",
+                                                  "direct_warps", "decode_step", "linear_rows"};
   return tables;
 }
 
@@ -684,9 +680,6 @@ int run_kernel_benchmarks(const std::string& json_out, const std::string& attent
   if (wanted("streamed_blocks_per_sm")) result["streamed_blocks_per_sm"] = bench_streamed_blocks_per_sm(backend);
   if (wanted("direct_warps")) result["direct_warps"] = bench_direct_warps(backend);
   if (wanted("decode_step")) result["decode_step"] = bench_decode_steps(backend, attention, breakdown_batches);
-  if (wanted("streamed_timeline")) result["streamed_timeline"] = bench_streamed_timeline(backend);
-  if (wanted("phase_boundaries")) result["phase_boundaries"] = bench_phase_boundaries(backend, copy_gbps);
-  if (wanted("gemv_chain")) result["gemv_chain"] = bench_gemv_chain(backend, copy_gbps);
   if (!json_out.empty()) {
     std::ofstream(json_out) << result.dump(2) << "\n";
     fmt::print("\nwritten to {}\n", json_out);

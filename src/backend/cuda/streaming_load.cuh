@@ -1,6 +1,6 @@
-// backend/cuda/streaming_load.cuh — the 16-byte weight load of the read probes (read_kernels.cu,
-// phase_read_kernels.cu): read-only, around L1, 128-byte L2 lines, as the direct matmul's loads.
-// Volatile, unlike the matmul's: a probe's loads must stay where it puts them (e.g. before a wait).
+// backend/cuda/streaming_load.cuh — the 16-byte weight load of the read-only kernel
+// (read_kernels.cu): read-only, around L1, 128-byte L2 lines, as the direct matmul's loads.
+// Volatile, unlike the matmul's: the loads must stay where the kernel puts them (before its wait).
 #pragma once
 
 #include <cuda_runtime.h>
