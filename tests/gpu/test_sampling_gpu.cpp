@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "backend/cuda/sampling.h"
-#include "backend/cuda/sampling_bench.h"
+#include "bench/sampling/sampling_bench.h"
 #include "core/thread_pool.h"
 #include "gpu/gpu_test_support.h"
 #include "sampling/cpu_sampler.h"
@@ -334,7 +334,7 @@ TEST(CudaSampling, GraphReplayWithPaddedRowsEqualsEager) {
 // The throughput benchmark; run with --gtest_also_run_disabled_tests.
 TEST(CudaSampling, DISABLED_Benchmark) {
   FG_REQUIRE_GPU();
-  EXPECT_EQ(cuda::run_sampling_benchmark(), 0);
+  EXPECT_EQ(bench::run_sampling_benchmark(), 0);
 }
 
 }  // namespace
