@@ -15,6 +15,7 @@
 #ifdef FULLGRAPH_HAVE_CUDA
 #include "bench/attention/attention_bench.h"
 #include "bench/kernels/kernel_bench.h"
+#include "bench/sampling/sampling_bench.h"
 #endif
 
 namespace fg::bench {
@@ -67,6 +68,15 @@ void add_attention_command(CLI::App& bench) {
     if (const int rc = run_attention_benchmarks(*json, chosen); rc != 0) throw CLI::RuntimeError(rc);
   });
 }
+
+// `bench sampling` (bench/sampling/sampling_bench.h).
+void add_sampling_command(CLI::App& bench) {
+  CLI::App* cmd = bench.add_subcommand(
+      "sampling", "GPU sampler time at the Llama-3 vocabulary, greedy and sampled, 1 to 256 rows, on GPU 0");
+  cmd->callback([] {
+    if (const int rc = run_sampling_benchmark(); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
 #endif
 
 }  // namespace
@@ -77,6 +87,7 @@ void add_bench_commands(CLI::App& app, const GpuBackendFactory& gpu) {
 #ifdef FULLGRAPH_HAVE_CUDA
   add_kernels_command(*bench);
   add_attention_command(*bench);
+  add_sampling_command(*bench);
 #endif
   add_latency_command(*bench, gpu);
   add_serve_command(*bench);

@@ -1,6 +1,6 @@
 // bench/bench_commands.h — every `fullgraph bench ...` subcommand, registered by one call from
-// cli/main.cpp: latency and serve in every build; kernels and attention where the CUDA backend is
-// built.
+// cli/main.cpp: latency and serve in every build; kernels, attention and sampling where the CUDA
+// backend is built.
 #pragma once
 
 #include <CLI/CLI.hpp>

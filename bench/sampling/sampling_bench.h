@@ -1,4 +1,4 @@
-// bench/sampling/sampling_bench.h — the sampler benchmark: the time of the GPU sampler
+// bench/sampling/sampling_bench.h — `fullgraph bench sampling`: the time of the GPU sampler
 // (backend/cuda/sampling.h) at the Llama-3 vocabulary (128256 tokens): rows 1, 8, 64 and 256, for
 // greedy rows and for sampled rows (temperature with top-k + top-p, top-p alone, temperature
 // alone, min-p), each launch timed with CUDA events, the median per configuration printed.

@@ -39,8 +39,7 @@ if has kernels; then
   echo "== attention and sampling benchmarks, with PyTorch's flash attention as the peer"
   "$D/fullgraph" bench attention --json "$OUT/bench_attention.json" 2>&1 | tee "$OUT/bench_attention.txt" | tail -40
   python3 bench/attention_peer.py --json "$OUT/attention_peer.json" 2>&1 | tee "$OUT/attention_peer.txt" | tail -30
-  "$D/fullgraph_gpu_tests" --gtest_also_run_disabled_tests --gtest_filter='CudaSampling.DISABLED_Benchmark' 2>&1 |
-    tee "$OUT/bench_sampling.txt" | grep -vE "^\[|^Running|^Note" | tail -20
+  "$D/fullgraph" bench sampling 2>&1 | tee "$OUT/bench_sampling.txt" | tail -30
 fi
 if has probes; then
   for probe in "$D"/probe_*; do
