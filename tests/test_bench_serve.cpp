@@ -1,4 +1,4 @@
-// tests/test_bench_serve.cpp — `fullgraph bench serve` (bench_client/): numpy-compatible statistics,
+// tests/test_bench_serve.cpp — `fullgraph bench serve` (bench/serve/): numpy-compatible statistics,
 // SSE framing and completion-chunk parsing, stream timing, the arrival schedule, the dataset, the
 // metrics and report, and the gnuplot plot (whole runs against a fake server are in
 // test_bench_serve_e2e.cpp).
@@ -21,20 +21,20 @@
 #include <optional>
 #include <thread>
 
-#include "bench_client/arrival_schedule.h"
-#include "bench_client/base_url.h"
-#include "bench_client/bench_runner.h"
-#include "bench_client/bench_serve.h"
-#include "bench_client/completion_chunk.h"
-#include "bench_client/latency_plot.h"
-#include "bench_client/metrics.h"
-#include "bench_client/openai_client.h"
-#include "bench_client/random_dataset.h"
-#include "bench_client/report.h"
-#include "bench_client/sse_parser.h"
-#include "bench_client/stats.h"
-#include "bench_client/stream_recorder.h"
-#include "cli/bench_serve_command.h"
+#include "bench/serve/arrival_schedule.h"
+#include "bench/serve/base_url.h"
+#include "bench/serve/bench_runner.h"
+#include "bench/serve/bench_serve.h"
+#include "bench/serve/completion_chunk.h"
+#include "bench/serve/latency_plot.h"
+#include "bench/serve/metrics.h"
+#include "bench/serve/openai_client.h"
+#include "bench/serve/random_dataset.h"
+#include "bench/serve/report.h"
+#include "bench/serve/sse_parser.h"
+#include "bench/common/stats.h"
+#include "bench/serve/stream_recorder.h"
+#include "bench/serve/serve_command.h"
 #include "bench_test_support.h"
 #include "core/error.h"
 

@@ -20,20 +20,20 @@
 #include <optional>
 #include <thread>
 
-#include "bench_client/arrival_schedule.h"
-#include "bench_client/base_url.h"
-#include "bench_client/bench_runner.h"
-#include "bench_client/bench_serve.h"
-#include "bench_client/completion_chunk.h"
-#include "bench_client/latency_plot.h"
-#include "bench_client/metrics.h"
-#include "bench_client/openai_client.h"
-#include "bench_client/random_dataset.h"
-#include "bench_client/report.h"
-#include "bench_client/sse_parser.h"
-#include "bench_client/stats.h"
-#include "bench_client/stream_recorder.h"
-#include "cli/bench_serve_command.h"
+#include "bench/serve/arrival_schedule.h"
+#include "bench/serve/base_url.h"
+#include "bench/serve/bench_runner.h"
+#include "bench/serve/bench_serve.h"
+#include "bench/serve/completion_chunk.h"
+#include "bench/serve/latency_plot.h"
+#include "bench/serve/metrics.h"
+#include "bench/serve/openai_client.h"
+#include "bench/serve/random_dataset.h"
+#include "bench/serve/report.h"
+#include "bench/serve/sse_parser.h"
+#include "bench/common/stats.h"
+#include "bench/serve/stream_recorder.h"
+#include "bench/serve/serve_command.h"
 #include "bench_test_support.h"
 #include "core/error.h"
 
@@ -253,7 +253,7 @@ TEST(BenchServeE2E, ThroughTheCliWithJsonAndPlot) {
   const std::string json = (dir / "result.json").string(), png = (dir / "latency.png").string();
   const bool plot = !find_gnuplot().empty();
   CLI::App app;
-  cli::add_bench_serve_command(app);
+  add_serve_command(*app.add_subcommand("bench"));
   app.parse(fmt::format("bench serve --base-url {} --dataset random --input-len 8 --output-len 4 --num-prompts 6 "
                         "--request-rate 100 --max-concurrency 2 --seed 1 --no-progress --metric-percentiles 50,99 "
                         "--json {}{}",

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Run on the GPU machine over a tree with .device/ carried (see stage.sh). Runs the GPU tests,
 # compute-sanitizer memcheck on them, and the benchmarks; everything lands in $OUT.
-#   bash scripts/device/run_gpu_suite.sh [tests|sanitize|bench|latency|kernels|throughput|serve|all]...
+#   bash scripts/device/run_gpu_suite.sh [tests|sanitize|bench|latency|kernels|probes|throughput|serve|all]...
 # sanitize runs memcheck over the whole GPU test binary in SANITIZE_SHARDS parallel shards (gtest
-# sharding: every test lands in exactly one shard).
+# sharding: every test lands in exactly one shard). probes runs each standalone probe staged from
+# bench/probes/ (.device/probe_NAME; each checks its own result).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 D="$PWD/.device"
@@ -38,8 +39,16 @@ if has kernels; then
   echo "== attention and sampling benchmarks, with PyTorch's flash attention as the peer"
   "$D/fullgraph" bench attention --json "$OUT/bench_attention.json" 2>&1 | tee "$OUT/bench_attention.txt" | tail -40
   python3 bench/attention_peer.py --json "$OUT/attention_peer.json" 2>&1 | tee "$OUT/attention_peer.txt" | tail -30
-  "$D/fullgraph_gpu_tests" --gtest_also_run_disabled_tests --gtest_filter='CudaSampling.DISABLED_Benchmark' 2>&1 |
-    tee "$OUT/bench_sampling.txt" | grep -vE "^\[|^Running|^Note" | tail -20
+  "$D/fullgraph" bench sampling 2>&1 | tee "$OUT/bench_sampling.txt" | tail -30
+fi
+if has probes; then
+  for probe in "$D"/probe_*; do
+    [ -x "$probe" ] || continue
+    name=$(basename "$probe")
+    echo "== $name"
+    "$probe" 2>&1 | tee "$OUT/$name.txt"
+    echo "$name exit ${PIPESTATUS[0]}"
+  done
 fi
 if has bench || has latency; then
   echo "== benchmarks"

@@ -23,8 +23,8 @@
 
 #include "attention/cuda/attention_backend.h"
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cuda/late_copy_kernels.h"
 #include "gpu/gpu_test_support.h"
+#include "gpu/late_copy_kernels.h"
 
 namespace fg::gpu_test::attention_test {
 
@@ -436,8 +436,8 @@ inline void check_step_rows_read_after_the_wait(const std::string& name, const C
   FG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   FG_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads above ran on the legacy stream
   constexpr int64_t kDelayNs = 100'000;
-  cuda::launch_late_copy(d.k.tensor.data, true_k.tensor.data, d.k.tensor.nbytes(), kDelayNs, stream);
-  cuda::launch_late_copy(d.v.tensor.data, true_v.tensor.data, d.v.tensor.nbytes(), 0, stream);
+  launch_late_copy(d.k.tensor.data, true_k.tensor.data, d.k.tensor.nbytes(), kDelayNs, stream);
+  launch_late_copy(d.v.tensor.data, true_v.tensor.data, d.v.tensor.nbytes(), 0, stream);
   backend->run(d.q.tensor, d.cache(), d.meta(s.uniform_query_len), cfg.scale(), d.out.tensor, stream);
   FG_CUDA_CHECK(cudaStreamSynchronize(stream));
   FG_CUDA_CHECK(cudaStreamDestroy(stream));

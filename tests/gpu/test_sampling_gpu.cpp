@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "backend/cuda/sampling.h"
-#include "backend/cuda/sampling_bench.h"
 #include "core/thread_pool.h"
 #include "gpu/gpu_test_support.h"
 #include "sampling/cpu_sampler.h"
@@ -329,12 +328,6 @@ TEST(CudaSampling, GraphReplayWithPaddedRowsEqualsEager) {
   FG_CUDA_CHECK(cudaGraphExecDestroy(exec));
   FG_CUDA_CHECK(cudaGraphDestroy(graph));
   FG_CUDA_CHECK(cudaStreamDestroy(stream));
-}
-
-// The throughput benchmark; run with --gtest_also_run_disabled_tests.
-TEST(CudaSampling, DISABLED_Benchmark) {
-  FG_REQUIRE_GPU();
-  EXPECT_EQ(cuda::run_sampling_benchmark(), 0);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "backend/cuda/step_breakdown.h"
+#include "bench/kernels/step_breakdown.h"
 #include "gpu/cuda_kernels_env.h"
 
 namespace fg {
@@ -20,7 +20,7 @@ TEST(CudaStepBreakdown, RowsFollowTheChainAndSharesAddUpToTheStep) {
   const Tensor residual = e.bf16(e.random(n * hidden), {n, hidden}), x = e.bf16(e.random(n * hidden), {n, hidden});
   const Tensor weight = e.bf16(e.around(hidden, 1.0f, 0.1f), {hidden}), out = e.poisoned(DType::kBF16, {n, hidden});
   // add, rms_norm, add: two kernels, the first launched twice.
-  const cuda::StepBreakdown b = cuda::breakdown_captured_step(
+  const bench::StepBreakdown b = bench::breakdown_captured_step(
       e.gpu.stream(),
       [&] {
         e.gpu.add(residual, x);
@@ -34,7 +34,7 @@ TEST(CudaStepBreakdown, RowsFollowTheChainAndSharesAddUpToTheStep) {
   EXPECT_NE(b.kernels[0].name, b.kernels[1].name);
   EXPECT_NE(b.kernels[1].name.find("rms_norm"), std::string::npos) << b.kernels[1].name;
   double sum = 0.0;
-  for (const cuda::KernelShare& k : b.kernels) {
+  for (const bench::KernelShare& k : b.kernels) {
     EXPECT_GT(k.registers, 0) << k.name;
     EXPECT_EQ(k.name.find('('), std::string::npos) << "the parameter list is cut: " << k.name;
     sum += k.us;

@@ -151,7 +151,7 @@ __device__ __forceinline__ void store_qkv_rope(const LinearOutputs& out, const Q
 // launch took 10.4 us of the 1B decode step against 6.2 for the plain one, and still did with
 // its RoPE work, row order and cache writes all switched off; capped at 80 (no spills) it took
 // 6.1-6.6 us (bench/RESULTS.md, 2026-12-01). Why was not measured on this kernel.
-// The likely mechanism, which a probe of launch boundaries showed (bench/RESULTS.md,
+// The likely mechanism, which the phase probe shows (bench/probes/phase_boundaries.cu,
 // 2026-12-01): under PDL a launch's registers decide how many of the next launch's blocks start
 // beside its own; the probe's launch boundaries cost 3.6 us at 33 registers, 6.4 at 48.
 constexpr int max_registers(bool upper_half, bool rope) { return rope && !upper_half ? 80 : 128; }

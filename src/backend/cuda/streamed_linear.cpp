@@ -118,7 +118,7 @@ void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const _
   const StreamedGrid grid = streamed_grid(out_features, k_slices, blocks_per_sm, sm_count_);
   const Maps::Launch maps = maps_->for_launch(x, w, out_features, in, n, grid.pass_tiles);
   launch_streamed_linear(maps.weights, maps.tokens, maps.pass_weights, bias, out, out_f32, n, in, out_features,
-                         k_slices, grid, slice_sums_, arrivals_, timeline_, stream);
+                         k_slices, grid, slice_sums_, arrivals_, stream);
 }
 
 void StreamedLinear::run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int64_t n,
@@ -133,7 +133,7 @@ void StreamedLinear::run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, _
   const StreamedGrid grid = streamed_gated_grid(intermediate, blocks_per_sm, sm_count_);
   const Maps::Launch maps = maps_->for_launch(x, w, 2 * intermediate, in, n, grid.pass_tiles);
   launch_streamed_gated_linear(maps.weights, maps.tokens, maps.pass_weights, out, n, in, intermediate, grid, norm,
-                               timeline_, stream);
+                               stream);
 }
 
 void StreamedLinear::run_qkv_rope(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
@@ -157,7 +157,7 @@ void StreamedLinear::run_qkv_rope(const __nv_bfloat16* x, const __nv_bfloat16* w
   const StreamedGrid grid = streamed_qkv_rope_grid(rows, blocks_per_sm, sm_count_);
   const Maps::Launch maps = maps_->for_launch(x, w, rows, in, n, grid.pass_tiles);
   launch_streamed_qkv_rope(maps.weights, maps.tokens, maps.pass_weights, bias, out, rope, n, in, rows, grid,
-                           timeline_, stream);
+                           stream);
 }
 
 }  // namespace fg::cuda

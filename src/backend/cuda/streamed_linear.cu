@@ -91,8 +91,8 @@ static_assert(2 * kMaxStages * 8 + kPassTiles * 4 + kConsumerWarps * 16 * 4 <= 1
 // with five stages (bench/RESULTS.md, 2026-11-30 session 3): +2-4% on the LM heads, the same
 // elsewhere; streamed_blocks_per_sm says when one block alone, with the SM's whole ring, is
 // faster. Two blocks of this size fill an SM's 228 KB, so the next launch's blocks start only as
-// these leave (about 2.5 us of each launch in a decode step: bench kernels --tables
-// streamed_timeline). Leaving room for them costs more than it saves: half the ring (one block of
+// these leave (about 2.5 us of each launch in a decode step: bench/RESULTS.md, 2026-12-01).
+// Leaving room for them costs more than it saves: half the ring (one block of
 // 96 KB, or two of 48) made the 8B decode step 30-42% slower; so did L2 prefetches of a block's
 // own later weights, and those of the next launch's first stages gained nothing (bench/RESULTS.md,
 // 2026-12-01 session 9). The stage count is not "more is better" either (session 10, same-call
@@ -165,19 +165,6 @@ __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
-// Records `event` of this block in the timeline, when the build and the launch keep one.
-__device__ __forceinline__ void record_event(unsigned long long* timeline, int event) {
-  if (!kStreamedTimeline || timeline == nullptr) return;
-  unsigned long long now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  timeline[blockIdx.x * kTimelineSlots + event] = now;
-  if (event == kEventStart) {
-    unsigned sm;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    timeline[blockIdx.x * kTimelineSlots + kTimelineSm] = sm;
-  }
-}
-
 __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 1, %0;" ::"n"(kConsumerWarps * 32) : "memory");
 }
@@ -221,7 +208,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                            const __grid_constant__ CUtensorMap pass_weights, const bf16* __restrict__ bias,
                            const LinearOutputs out, int n, int in, int out_features, int64_t tiles_total, int k_slices,
                            float* slice_sums, int* arrivals, int pass_tiles, int stages, const InputNorm norm,
-                           const QkvRope rope, unsigned long long* timeline) {
+                           const QkvRope rope) {
   static_assert(!kNorm || kGated, "the plain kernel takes no input norm (CudaBackend::takes_input_norm)");
   static_assert(!(kGated && kRope) && (!kRope || std::is_same_v<OutT, bf16>), "RoPE pairs: BF16, not gated");
   constexpr bool kPaired = kGated || kRope;  // a unit is a pair of tiles
@@ -250,7 +237,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int chunks = (in + kChunk - 1) / kChunk;
 
   if (threadIdx.x == 0) {
-    record_event(timeline, kEventStart);
     allow_dependent_grids();  // they take SM room only as this grid's blocks leave
     prefetch_tensor_map(&weights);
     prefetch_tensor_map(&tokens);
@@ -312,7 +298,6 @@ __global__ void __launch_bounds__(kThreads, 2)
       return true;
     });
     wait_for_prerequisite_grids();
-    record_event(timeline, kEventWaited);
     for_each_item([&](int item, const Pass& p, int chunk) {
       if (item >= stages) mbarrier_wait(&empty[item % stages], ((item / stages) & 1) ^ 1);
       copy(item, p, chunk, true, item >= stages);
@@ -446,7 +431,6 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (chunk + 1 < p.chunk_end) request_norm_weight(chunk + 1);
       const int stage = item % stages;
       mbarrier_wait(&full[stage], (item / stages) & 1);
-      if (threadIdx.x == 0) record_event(timeline, item == 0 ? kEventFirstData : kEventLastData);
       const unsigned char* base = ring + stage * stage_bytes + g * kChunk * 2 + t * 16;
 #pragma unroll
       for (int j = 0; j < kStepsPerWarp; ++j) {
@@ -556,7 +540,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     consumers_sync();  // `partial` and `completes` are free again
   }
-  if (threadIdx.x == 0) record_event(timeline, kEventExit);
 }
 
 template <bool kUpperHalf, typename OutT, bool kGated, bool kNorm = false, bool kRope = false>
@@ -587,7 +570,7 @@ template <bool kGated, bool kRope = false>
 void launch_kernel(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                    const bf16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
                    int64_t out_features, int64_t tiles, int k_slices, StreamedGrid grid, float* slice_sums,
-                   int* arrivals, const InputNorm& norm, unsigned long long* timeline, cudaStream_t stream,
+                   int* arrivals, const InputNorm& norm, cudaStream_t stream,
                    const QkvRope& rope = {}) {
   const auto [blocks, pass_tiles, ring_bytes] = grid;
   const int stage_bytes = token_slot_bytes(n > 8) + (kGated || kRope ? 2 : 1) * pass_tiles * kTileBytes;
@@ -602,7 +585,7 @@ void launch_kernel(const CUtensorMap& weights, const CUtensorMap& tokens, const 
         streamed_linear_kernel<decltype(upper_half)::value, OutT, kGated, decltype(normed)::value, kRope>,
         dim3(static_cast<unsigned>(blocks)), dim3(kThreads), static_cast<size_t>(shared_bytes), stream, weights,
         tokens, pass_weights, bias, out, n32, in32, out32, tiles, k_slices, slice_sums, arrivals, pass_tiles, stages,
-        norm, rope, timeline);
+        norm, rope);
   };
   // The gated kernel (the only one that takes an input norm): BF16 out only, the activation
   // feeds the down projection.
@@ -658,28 +641,28 @@ StreamedGrid streamed_qkv_rope_grid(int64_t rows, int blocks_per_sm, int sm_coun
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                             const bf16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
                             int64_t out_features, int k_slices, StreamedGrid grid, float* slice_sums, int* arrivals,
-                            unsigned long long* timeline, cudaStream_t stream) {
+                            cudaStream_t stream) {
   if (n == 0 || out_features == 0) return;
   const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
   launch_kernel<false>(weights, tokens, pass_weights, bias, out, out_f32, n, in, out_features, tiles, k_slices, grid,
-                       slice_sums, arrivals, InputNorm{}, timeline, stream);
+                       slice_sums, arrivals, InputNorm{}, stream);
 }
 
 void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap& tokens,
                                   const CUtensorMap& pass_weights, bf16* out, int64_t n, int64_t in,
                                   int64_t intermediate, StreamedGrid grid, const InputNorm& norm,
-                                  unsigned long long* timeline, cudaStream_t stream) {
+                                  cudaStream_t stream) {
   if (n == 0 || intermediate == 0) return;
   launch_kernel<true>(weights, tokens, pass_weights, nullptr, LinearOutputs::whole(out, intermediate), false, n, in,
-                      intermediate, intermediate / kTileRows, 1, grid, nullptr, nullptr, norm, timeline, stream);
+                      intermediate, intermediate / kTileRows, 1, grid, nullptr, nullptr, norm, stream);
 }
 
 void launch_streamed_qkv_rope(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                               const bf16* bias, const LinearOutputs& out, const QkvRope& rope, int64_t n, int64_t in,
-                              int64_t rows, StreamedGrid grid, unsigned long long* timeline, cudaStream_t stream) {
+                              int64_t rows, StreamedGrid grid, cudaStream_t stream) {
   if (n == 0 || rows == 0) return;
   launch_kernel<false, true>(weights, tokens, pass_weights, bias, out, false, n, in, rows, rows / (2 * kTileRows), 1,
-                             grid, nullptr, nullptr, InputNorm{}, timeline, stream, rope);
+                             grid, nullptr, nullptr, InputNorm{}, stream, rope);
 }
 
 }  // namespace fg::cuda

@@ -29,17 +29,6 @@ inline constexpr int kStreamedBoxK = 256;
 inline constexpr int kStreamedBlocksPerSm = 2;
 inline constexpr int kStreamedPassTiles = 8;
 inline constexpr int kStreamedRingBytesPerSm = 192 * 1024;
-// What a streamed launch records of each block when asked (StreamedLinear::record_timeline), at
-// [block][kTimelineSlots]: in nanoseconds of the GPU's global timer, its start, the end of its wait
-// for the kernel before (the producer's), its first and last stages' arrival (seen by the
-// consumers) and its end (every output stored); then the SM it ran on. For finding where a
-// launch's time goes (bench kernels --tables streamed_timeline). Compiled in only when
-// kStreamedTimeline is true: the checks alone, in the consumers' loop, made the decode step
-// 0.6-1.3% slower (bench/RESULTS.md, 2026-12-01 session 9), so the build the engine runs has none.
-inline constexpr bool kStreamedTimeline = false;
-enum StreamedEvent : int { kEventStart, kEventWaited, kEventFirstData, kEventLastData, kEventExit, kStreamedEvents };
-inline constexpr int kTimelineSm = kStreamedEvents;         // the slot of the block's SM
-inline constexpr int kTimelineSlots = kStreamedEvents + 1;  // slots per block
 // Floats of one tile's sums of one slice of k in the slice-sum workspace: [acc][lane].
 inline constexpr int kStreamedSliceSumFloats = 4 * 32;
 
@@ -172,16 +161,10 @@ class StreamedLinear {
                     const LinearOutputs& out, const QkvRope& rope, int64_t n, int64_t in, int64_t rows,
                     cudaStream_t stream, int blocks_per_sm = 0);
 
-  // The launches that follow record their blocks' events into `events` ([block][kTimelineSlots],
-  // room for the grid's blocks), until a call with nullptr; only in a build with kStreamedTimeline.
-  // For benchmarks.
-  void record_timeline(unsigned long long* events) { timeline_ = events; }
-
  private:
   struct Maps;
   int sm_count_;
   std::unique_ptr<Maps> maps_;
-  unsigned long long* timeline_ = nullptr;
   float* slice_sums_ = nullptr;  // [slice][tile][acc][lane] of a split weight
   int* arrivals_ = nullptr;      // [tile]: slices summed so far; the last one re-arms it to 0
 };
@@ -215,7 +198,7 @@ StreamedGrid streamed_qkv_rope_grid(int64_t rows, int blocks_per_sm, int sm_coun
 void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                             const __nv_bfloat16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
                             int64_t out_features, int k_slices, StreamedGrid grid, float* slice_sums,
-                            int* arrivals, unsigned long long* timeline, cudaStream_t stream);
+                            int* arrivals, cudaStream_t stream);
 
 // The gated kernel over the maps StreamedLinear::run_gated makes: the span [2 x intermediate, in]
 // in kStreamedBoxRows x kStreamedBoxK boxes and in grid.pass_tiles x kStreamedBoxRows x
@@ -224,13 +207,12 @@ void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& token
 void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap& tokens,
                                   const CUtensorMap& pass_weights, __nv_bfloat16* out, int64_t n, int64_t in,
                                   int64_t intermediate, StreamedGrid grid, const InputNorm& norm,
-                                  unsigned long long* timeline, cudaStream_t stream);
+                                  cudaStream_t stream);
 
 // The q/k/v kernel with RoPE over the maps StreamedLinear::run_qkv_rope makes (as run_gated's, over
 // the span [rows, in]); grid = streamed_qkv_rope_grid(...). Same contract as run_qkv_rope.
 void launch_streamed_qkv_rope(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                               const __nv_bfloat16* bias, const LinearOutputs& out, const QkvRope& rope, int64_t n,
-                              int64_t in, int64_t rows, StreamedGrid grid, unsigned long long* timeline,
-                              cudaStream_t stream);
+                              int64_t in, int64_t rows, StreamedGrid grid, cudaStream_t stream);
 
 }  // namespace fg::cuda

@@ -1,0 +1,202 @@
+// bench/latency/latency_command.cpp — step latency through the ModelRunner, eager vs graph.
+//
+// Every request first gets a real context (prefilled eagerly, so the KV cache holds real values),
+// then each measured step re-runs the same tokens at the same positions: the step's work is that
+// of a real decode (or mixed) step, and nothing grows between repetitions. A step's time is wall
+// time around ModelRunner::execute: staging, the one copy, replay (or eager launches) and the
+// read-back of the sampled ids — what the engine waits for.
+#include "bench/latency/latency_command.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "backend/cpu/cpu_backend.h"
+#include "bench/common/clock.h"
+#include "bench/common/number_list.h"
+#include "bench/common/stats.h"
+#include "core/progress_bar.h"
+#include "model/model_loader.h"
+#include "model/named_shapes.h"
+#include "runner/model_runner.h"
+
+namespace fg::bench {
+
+namespace {
+
+struct BenchOptions {
+  std::string model_dir, shape = "llama-3.2-1b", device = "cpu", attention = "auto", output_json;
+  std::string batch_sizes = "1,8,64,256";
+  int64_t context = 512, prefill_chunk = 256, steps = 20, warmup = 3, block_size = 16;
+  int threads = 0;
+  bool mixed = true;
+};
+
+// The batch sizes of --batch-sizes: positive integers.
+std::vector<int64_t> parse_batch_sizes(const std::string& text) {
+  std::vector<int64_t> out;
+  for (double v : parse_number_list(text, "--batch-sizes", "a positive integer",
+                                    [](double v) { return v >= 1.0 && v <= 1e9 && v == std::floor(v); }))
+    out.push_back(static_cast<int64_t>(v));
+  return out;
+}
+
+struct BenchRequest {
+  std::vector<int32_t> tokens;
+  int64_t computed = 0;
+  std::vector<int32_t> blocks;
+  ScheduledRequest chunk(int64_t n) const {
+    ScheduledRequest s;
+    s.token_ids = std::span<const int32_t>(tokens.data() + computed, static_cast<size_t>(n));
+    s.num_computed = computed;
+    s.block_ids = blocks;
+    return s;
+  }
+};
+
+struct Timing {
+  double eager_ms = 0, graph_ms = 0;
+  bool replayed = false;
+  Bucket bucket;
+};
+
+Timing time_step(ModelRunner& runner, const std::vector<ScheduledRequest>& step, const BenchOptions& o) {
+  Timing t;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<double> samples;
+    for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
+      const double start = monotonic_seconds();
+      StepResult r = pass == 0 ? runner.execute_eager(step) : runner.execute(step);
+      const double s = monotonic_seconds() - start;
+      if (i >= o.warmup) samples.push_back(s);
+      if (pass == 1) {
+        t.replayed = r.replayed;
+        t.bucket = r.bucket;
+      }
+    }
+    (pass == 0 ? t.eager_ms : t.graph_ms) = median(samples) * 1e3;
+  }
+  return t;
+}
+
+void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
+  const std::vector<int64_t> batches = parse_batch_sizes(o.batch_sizes);
+  const int64_t max_batch = *std::max_element(batches.begin(), batches.end());
+  FG_CHECK(o.context >= 1 && o.prefill_chunk >= 1 && o.steps >= 1, "--context, --prefill-chunk and --steps must be positive");
+
+  std::unique_ptr<Backend> backend;
+  if (o.device == "cpu") {
+    backend = std::make_unique<CpuBackend>(o.threads);
+  } else {
+    FG_CHECK(o.device == "cuda", "unknown --device '{}' (expected cpu or cuda)", o.device);
+    FG_CHECK(gpu.available(), "--device cuda: this build has no CUDA backend");
+    backend = gpu.create(0);
+  }
+  LoadOptions load;
+  load.format = LoadFormat::kDummy;
+  ModelConfig config;
+  std::string source;
+  if (!o.model_dir.empty()) {
+    config = load_model_config(o.model_dir + "/config.json");
+    source = o.model_dir;
+  } else {
+    config = named_model_config(o.shape);
+    source = o.shape;
+  }
+  const int64_t max_tokens = std::max(max_batch, o.prefill_chunk + (o.mixed ? max_batch : 0));
+  const int64_t context_tokens = o.context + o.prefill_chunk;  // the mixed request's prompt is longest
+  FG_CHECK(context_tokens <= config.max_position_embeddings, "--context + --prefill-chunk exceed the model's context");
+  const int64_t blocks_per_req = (context_tokens + o.block_size - 1) / o.block_size;
+  const int64_t num_blocks = 1 + blocks_per_req * (max_batch + 1);
+  if (backend->device() == Device::kCuda) {
+    gpu.set_attention(*backend, o.attention,
+                      attention_limits(config, max_tokens, max_batch + 1, context_tokens, o.block_size));
+  }
+  ModelWeights weights = dummy_weights(config, *backend);
+  LlamaModel model(config, weights, *backend, max_tokens, max_batch + 1);
+  KvCache kv = allocate_kv_cache(*backend, config, num_blocks, o.block_size, backend->activation_dtype());
+  RunnerOptions ro;
+  ro.max_num_tokens = max_tokens;
+  ro.max_num_seqs = max_batch + 1;
+  ModelRunner runner(model, kv, ro);
+  {
+    ProgressBar bar("capturing graphs", 0, true);
+    runner.capture_graphs([&bar](size_t done, size_t total) { bar.update(done, "", total); });
+  }
+
+  // Requests with real contexts: request i holds `context` tokens; the last one also has a
+  // prefill chunk waiting (for mixed steps).
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(config.vocab_size) - 1);
+  std::vector<BenchRequest> reqs(static_cast<size_t>(max_batch + 1));
+  int32_t next_block = 1;
+  for (BenchRequest& r : reqs) {
+    for (int64_t i = 0; i < context_tokens; ++i) r.tokens.push_back(token(rng));
+    for (int64_t b = 0; b < blocks_per_req; ++b) r.blocks.push_back(next_block++);
+  }
+  fmt::print(stderr, "bench latency: prefilling {} requests of {} tokens\n", reqs.size(), o.context);
+  for (BenchRequest& r : reqs) {
+    while (r.computed < o.context - 1) {
+      const int64_t n = std::min(o.context - 1 - r.computed, max_tokens);
+      runner.execute_eager({r.chunk(n)});
+      r.computed += n;
+    }
+  }
+
+  nlohmann::json rows = nlohmann::json::array();
+  fmt::print("{} ({} layers, hidden {}), {} backend{}, context {}, median of {} steps\n", source, config.num_layers,
+             config.hidden_size, backend->name(), backend->device() == Device::kCuda ? " / " + o.attention : "",
+             o.context, o.steps);
+  fmt::print("{:<8} {:>6} {:>7} {:>10} {:>10} {:>8}  {}\n", "kind", "batch", "tokens", "eager ms", "graph ms", "speedup",
+             "graph bucket");
+  auto report = [&](const char* kind, int64_t batch, int64_t tokens, const Timing& t) {
+    fmt::print("{:<8} {:>6} {:>7} {:>10.3f} {:>10.3f} {:>7.2f}x  {}\n", kind, batch, tokens, t.eager_ms, t.graph_ms,
+               t.eager_ms / t.graph_ms, t.replayed ? t.bucket.to_string() : "(eager: no bucket)");
+    rows.push_back({{"kind", kind}, {"batch", batch}, {"tokens", tokens}, {"eager_ms", t.eager_ms},
+                    {"graph_ms", t.graph_ms}, {"replayed", t.replayed}, {"bucket_tokens", t.bucket.num_tokens},
+                    {"bucket_reqs", t.bucket.num_reqs}});
+  };
+  for (int64_t b : batches) {
+    std::vector<ScheduledRequest> step;
+    for (int64_t i = 0; i < b; ++i) step.push_back(reqs[i].chunk(1));
+    report("decode", b, b, time_step(runner, step, o));
+    if (o.mixed) {
+      BenchRequest& p = reqs.back();
+      step.push_back(p.chunk(o.prefill_chunk));
+      report("mixed", b + 1, b + o.prefill_chunk, time_step(runner, step, o));
+    }
+  }
+  if (!o.output_json.empty()) {
+    nlohmann::json doc = {{"model", source}, {"backend", backend->name()}, {"attention", o.attention},
+                          {"context", o.context}, {"steps", o.steps}, {"rows", rows}};
+    std::ofstream(o.output_json) << doc.dump(2) << "\n";
+  }
+}
+
+}  // namespace
+
+void add_latency_command(CLI::App& bench, GpuBackendFactory gpu) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = bench.add_subcommand("latency", "Per-step time of decode and mixed batches, eager vs full graph");
+  cmd->add_option("--model", o->model_dir, "A folder with config.json (weights are dummy)");
+  cmd->add_option("--shape", o->shape, "A named shape: llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen3-0.6b")
+      ->capture_default_str();
+  cmd->add_option("--device", o->device, "cpu | cuda")->capture_default_str();
+  cmd->add_option("--attention", o->attention, "GPU attention backend: auto | flash | split_kv")->capture_default_str();
+  cmd->add_option("--batch-sizes", o->batch_sizes, "Decode batch sizes")->capture_default_str();
+  cmd->add_option("--context", o->context, "Tokens of context per request")->capture_default_str();
+  cmd->add_option("--prefill-chunk", o->prefill_chunk, "Prefill tokens beside the decodes of a mixed step")
+      ->capture_default_str();
+  cmd->add_flag("!--no-mixed", o->mixed, "Skip mixed prefill+decode steps");
+  cmd->add_option("--steps", o->steps, "Timed steps per row")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "Untimed steps per row")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "CPU threads (0 = all)")->capture_default_str();
+  cmd->add_option("--output-json", o->output_json, "Also write the rows as JSON");
+  cmd->callback([o, gpu] { run_bench_latency(*o, gpu); });
+}
+
+}  // namespace fg::bench
