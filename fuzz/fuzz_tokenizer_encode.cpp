@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json/json_view.h"
 #include "tokenizer/incremental_detokenizer.h"
-#include "tokenizer/json_view.h"
 #include "tokenizer/normalizers.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"

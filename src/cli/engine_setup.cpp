@@ -5,10 +5,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/json/strict_json.h"
 #include "core/progress_bar.h"
 #include "model/model_loader.h"
 #include "model/named_shapes.h"
@@ -59,25 +58,16 @@ void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
 std::vector<int32_t> generation_config_eos_ids(const std::string& model_dir) {
   const std::filesystem::path path = std::filesystem::path(model_dir) / "generation_config.json";
   if (model_dir.empty() || !std::filesystem::exists(path)) return {};
-  std::ifstream in(path);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: not JSON ({})", path.string(), e.what());
-  }
+  const JsonDocument document = read_json_file(path.string());
   std::vector<int32_t> ids;
-  if (!j.is_object() || !j.contains("eos_token_id") || j["eos_token_id"].is_null()) return ids;
-  const nlohmann::json& e = j["eos_token_id"];
-  const auto take = [&](const nlohmann::json& v) {
-    FG_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= INT32_MAX,
-             "{}: eos_token_id holds {}, not a token id", path.string(), v.dump());
-    ids.push_back(v.get<int32_t>());
-  };
-  if (e.is_array()) {
-    for (const auto& v : e) take(v);
+  if (!document.value.is_object()) return ids;
+  const std::optional<JsonView> eos = document.root().get_non_null("eos_token_id");
+  if (!eos) return ids;
+  const auto take = [&](const JsonView& id) { ids.push_back(static_cast<int32_t>(id.as_int(0, INT32_MAX))); };
+  if (eos->raw().is_array()) {
+    for (size_t i = 0; i < eos->size(); ++i) take(eos->item(i));
   } else {
-    take(e);
+    take(*eos);
   }
   return ids;
 }

@@ -1,33 +1,26 @@
 // model/config.cpp — turns a Hugging Face config.json into fg::ModelConfig, or refuses it.
 //
-// Owns: reading the file, the JSON type checks of every field fullgraph reads, Hugging Face's
-// defaults for absent fields, both spellings of the RoPE settings (the Hub's rope_theta +
-// rope_scaling and transformers 5's rope_parameters), and the refusal of every feature the
-// engine does not implement (sliding windows, mixtures of experts, quantized checkpoints, other
-// activations and RoPE types). A checkpoint that parses here must run exactly as transformers
-// runs it, so anything that would change the arithmetic is refused rather than ignored.
+// Owns: which fields fullgraph reads, of what type and range (core/json reads and parses the
+// file strictly; its JsonView names the field in every type error), Hugging Face's defaults for
+// absent fields, both spellings of the RoPE settings (the Hub's rope_theta + rope_scaling and
+// transformers 5's rope_parameters), and the refusal of every feature the engine does not
+// implement (sliding windows, mixtures of experts, quantized checkpoints, other activations and
+// RoPE types). A checkpoint that parses here must run exactly as transformers runs it, so
+// anything that would change the arithmetic is refused rather than ignored.
 // Every message starts with the source name and names the field.
 #include "model/config.h"
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string_view>
 
 #include "core/error.h"
+#include "core/json/strict_json.h"
 
 namespace fg {
 namespace {
-
-using json = nlohmann::json;
 
 constexpr const char* kSupportedArchitectures =
     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM";
@@ -42,121 +35,32 @@ constexpr int64_t kMaxSize = std::numeric_limits<int32_t>::max();
 constexpr int64_t kQwen3DefaultHeadDim = 128;
 
 // ---- reading JSON values -------------------------------------------------------------------
+// Absent and null read alike: Hugging Face configs write null for "use the default" (head_dim,
+// num_key_value_heads, rope_scaling, sliding_window, token ids).
 
-// How a value appears in messages: its JSON text, tagged with the type where the text alone
-// would hide it ("64" vs 64), shortened so a huge array cannot flood a log line.
-std::string describe(const json& value) {
-  std::string text = value.dump();
-  if (text.size() > 80) text = text.substr(0, 77) + "...";
-  switch (value.type()) {
-    case json::value_t::string: return "string " + text;
-    case json::value_t::boolean: return "boolean " + text;
-    case json::value_t::array: return "array " + text;
-    case json::value_t::object: return "object " + text;
-    default: return text;  // numbers and null read unambiguously
-  }
+int64_t required_size(const JsonView& root, std::string_view key) {
+  return root.required_non_null(key).as_int(1, kMaxSize);
 }
 
-// The value of `key`, or nullptr when it is absent or null: Hugging Face configs write null for
-// "use the default" (head_dim, num_key_value_heads, rope_scaling, sliding_window, token ids).
-const json* find(const json& object, std::string_view key) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-int64_t as_int(const std::string& source, std::string_view path, const json& value,
-               std::string_view expected) {
-  bool fits = value.is_number_integer() &&
-              (!value.is_number_unsigned() ||
-               value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
-  if (!fits) fail("{}: {} must be {}, found {}", source, path, expected, describe(value));
-  return value.get<int64_t>();
-}
-
-// A size: an integer in [1, kMaxSize]. 64.0 is refused like 64.5: Python writes ints as ints.
-int64_t as_size(const std::string& source, std::string_view path, const json& value) {
-  int64_t size = as_int(source, path, value, "a positive integer");
-  if (size <= 0 || size > kMaxSize) {
-    fail("{}: {} must be a positive integer of at most {}, found {}", source, path, kMaxSize,
-         describe(value));
-  }
-  return size;
-}
-
-double as_number(const std::string& source, std::string_view path, const json& value) {
-  if (!value.is_number()) fail("{}: {} must be a number, found {}", source, path, describe(value));
-  double number = value.get<double>();
-  if (!std::isfinite(number))
-    fail("{}: {} must be finite, found {}", source, path, describe(value));
-  return number;
-}
-
-double as_positive_number(const std::string& source, std::string_view path, const json& value) {
-  double number = as_number(source, path, value);
-  if (number <= 0) fail("{}: {} must be positive, found {}", source, path, describe(value));
-  return number;
-}
-
-bool as_bool(const std::string& source, std::string_view path, const json& value) {
-  if (!value.is_boolean())
-    fail("{}: {} must be true or false, found {}", source, path, describe(value));
-  return value.get<bool>();
-}
-
-const std::string& as_string(const std::string& source, std::string_view path, const json& value) {
-  if (!value.is_string()) fail("{}: {} must be a string, found {}", source, path, describe(value));
-  return value.get_ref<const std::string&>();
-}
-
-const json& as_object(const std::string& source, std::string_view path, const json& value) {
-  if (!value.is_object()) fail("{}: {} must be an object, found {}", source, path, describe(value));
-  return value;
-}
-
-int64_t required_size(const std::string& source, const json& root, std::string_view key) {
-  const json* value = find(root, key);
-  if (value == nullptr) fail("{}: {} is required but missing (or null)", source, key);
-  return as_size(source, key, *value);
-}
-
-bool optional_bool(const std::string& source, const json& root, std::string_view key,
-                   bool fallback) {
-  const json* value = find(root, key);
-  return value == nullptr ? fallback : as_bool(source, key, *value);
-}
-
-json parse_json(const std::string& text, const std::string& source) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& error) {
-    // nlohmann's text reads "[json.exception.parse_error.101] parse error at line 3, column 7:
-    // ..."; the bracketed id means nothing to a user, the position does.
-    std::string_view detail = error.what();
-    if (auto close = detail.find("] "); detail.starts_with("[json.") && close != detail.npos) {
-      detail.remove_prefix(close + 2);
-    }
-    fail("{}: malformed JSON: {}", source, detail);
-  }
-  if (!root.is_object())
-    fail("{}: the top level must be a JSON object, found {}", source, describe(root));
-  return root;
+bool optional_bool(const JsonView& root, std::string_view key, bool fallback) {
+  const std::optional<JsonView> value = root.get_non_null(key);
+  return value ? value->as_bool() : fallback;
 }
 
 // ---- architecture --------------------------------------------------------------------------
 
-void parse_architecture(const std::string& source, const json& root, ModelConfig& config) {
-  const json* list = find(root, "architectures");
-  if (list == nullptr) {
+void parse_architecture(const JsonView& root, ModelConfig& config) {
+  const std::string& source = root.source();
+  const std::optional<JsonView> list = root.get_non_null("architectures");
+  if (!list) {
     fail("{}: architectures is missing; fullgraph needs one of: {}", source,
          kSupportedArchitectures);
   }
-  if (!list->is_array() || list->size() != 1 || !(*list)[0].is_string()) {
+  if (!list->raw().is_array() || list->raw().size() != 1 || !list->raw()[0].is_string()) {
     fail("{}: architectures must be a list of exactly one name, found {} (supported: {})", source,
-         describe(*list), kSupportedArchitectures);
+         list->describe(), kSupportedArchitectures);
   }
-  const std::string& name = (*list)[0].get_ref<const std::string&>();
+  const std::string& name = list->item(0).as_string();
   if (name == "LlamaForCausalLM") {
     config.architecture = Architecture::kLlama;
   } else if (name == "MistralForCausalLM") {
@@ -174,18 +78,18 @@ void parse_architecture(const std::string& source, const json& root, ModelConfig
 
 // ---- shapes --------------------------------------------------------------------------------
 
-void parse_shapes(const std::string& source, const json& root, ModelConfig& config) {
-  config.hidden_size = required_size(source, root, "hidden_size");
-  config.intermediate_size = required_size(source, root, "intermediate_size");
-  config.num_layers = required_size(source, root, "num_hidden_layers");
-  config.num_heads = required_size(source, root, "num_attention_heads");
-  config.vocab_size = required_size(source, root, "vocab_size");
-  config.max_position_embeddings = required_size(source, root, "max_position_embeddings");
+void parse_shapes(const JsonView& root, ModelConfig& config) {
+  const std::string& source = root.source();
+  config.hidden_size = required_size(root, "hidden_size");
+  config.intermediate_size = required_size(root, "intermediate_size");
+  config.num_layers = required_size(root, "num_hidden_layers");
+  config.num_heads = required_size(root, "num_attention_heads");
+  config.vocab_size = required_size(root, "vocab_size");
+  config.max_position_embeddings = required_size(root, "max_position_embeddings");
 
   // Multi-head attention is GQA with one query head per KV head; that is HF's default too.
-  const json* kv_heads = find(root, "num_key_value_heads");
-  config.num_kv_heads =
-      kv_heads ? as_size(source, "num_key_value_heads", *kv_heads) : config.num_heads;
+  const std::optional<JsonView> kv_heads = root.get_non_null("num_key_value_heads");
+  config.num_kv_heads = kv_heads ? kv_heads->as_int(1, kMaxSize) : config.num_heads;
   if (config.num_heads % config.num_kv_heads != 0) {
     fail(
         "{}: num_key_value_heads {} must divide num_attention_heads {} (each KV head serves a "
@@ -193,8 +97,8 @@ void parse_shapes(const std::string& source, const json& root, ModelConfig& conf
         source, config.num_kv_heads, config.num_heads);
   }
 
-  if (const json* head_dim = find(root, "head_dim")) {
-    config.head_dim = as_size(source, "head_dim", *head_dim);
+  if (const std::optional<JsonView> head_dim = root.get_non_null("head_dim")) {
+    config.head_dim = head_dim->as_int(1, kMaxSize);
   } else if (config.architecture == Architecture::kQwen3) {
     config.head_dim = kQwen3DefaultHeadDim;
   } else {
@@ -212,55 +116,55 @@ void parse_shapes(const std::string& source, const json& root, ModelConfig& conf
 
 // ---- refusals: features that would change the arithmetic ----------------------------------
 
-void refuse_unsupported_mlp(const std::string& source, const json& root) {
+void refuse_unsupported_mlp(const JsonView& root) {
+  const std::string& source = root.source();
   // transformers' default activation for all four architectures is silu.
-  if (const json* act = find(root, "hidden_act")) {
-    const std::string& name = as_string(source, "hidden_act", *act);
+  if (const std::optional<JsonView> act = root.get_non_null("hidden_act")) {
+    const std::string& name = act->as_string();
     if (name != "silu")
       fail("{}: hidden_act '{}' is not supported (supported: silu)", source, name);
   }
-  if (optional_bool(source, root, "mlp_bias", false)) {
+  if (optional_bool(root, "mlp_bias", false)) {
     fail("{}: mlp_bias true is not supported (fullgraph's MLP projections have no bias)", source);
   }
 }
 
-void refuse_sliding_window(const std::string& source, const json& root, const ModelConfig& config) {
+void refuse_sliding_window(const JsonView& root, const ModelConfig& config) {
+  const std::string& source = root.source();
   if (config.architecture == Architecture::kMistral) {
-    if (const json* window = find(root, "sliding_window")) {
+    if (const std::optional<JsonView> window = root.get_non_null("sliding_window")) {
       fail("{}: sliding_window {} is not supported (sliding-window attention; only null is)",
-           source, describe(*window));
+           source, window->describe());
     }
   }
   // Qwen2/Qwen3 carry a sliding_window size even when off (Qwen2.5 writes 32768); only
   // use_sliding_window turns it on.
   if (config.architecture == Architecture::kQwen2 || config.architecture == Architecture::kQwen3) {
-    if (optional_bool(source, root, "use_sliding_window", false)) {
+    if (optional_bool(root, "use_sliding_window", false)) {
       fail("{}: use_sliding_window true is not supported (sliding-window attention)", source);
     }
   }
   // Newer configs list the attention kind of every layer; it overrides the fields above in HF.
-  if (const json* layer_types = find(root, "layer_types")) {
-    if (!layer_types->is_array()) {
-      fail("{}: layer_types must be a list, found {}", source, describe(*layer_types));
-    }
+  if (const std::optional<JsonView> layer_types = root.get_non_null("layer_types")) {
     if (static_cast<int64_t>(layer_types->size()) != config.num_layers) {
       fail("{}: layer_types has {} entries but num_hidden_layers is {}", source,
            layer_types->size(), config.num_layers);
     }
     for (size_t i = 0; i < layer_types->size(); ++i) {
-      const std::string path = fmt::format("layer_types[{}]", i);
-      const std::string& kind = as_string(source, path, (*layer_types)[i]);
+      const JsonView layer = layer_types->item(i);
+      const std::string& kind = layer.as_string();
       if (kind != "full_attention") {
-        fail("{}: {} '{}' is not supported (supported: full_attention)", source, path, kind);
+        fail("{}: {} '{}' is not supported (supported: full_attention)", source, layer.path(),
+             kind);
       }
     }
   }
 }
 
-void refuse_mixture_of_experts(const std::string& source, const json& root) {
+void refuse_mixture_of_experts(const JsonView& root) {
   // num_experts (Qwen-MoE), num_local_experts (Mixtral), n_routed_experts (DeepSeek) and their
   // relatives all contain "expert"; a positive count or a true flag means routed MLPs.
-  for (const auto& [key, value] : root.items()) {
+  for (const auto& [key, value] : root.raw().items()) {
     std::string lower = key;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -268,33 +172,34 @@ void refuse_mixture_of_experts(const std::string& source, const json& root) {
     bool active =
         (value.is_number() && value.get<double>() > 0) || (value.is_boolean() && value.get<bool>());
     if (active) {
-      fail("{}: {} {}: mixture-of-experts models are not supported", source, key, describe(value));
+      fail("{}: {} {}: mixture-of-experts models are not supported", root.source(), key,
+           root.member(key, value).describe());
     }
   }
 }
 
-void refuse_quantization(const std::string& source, const json& root) {
+void refuse_quantization(const JsonView& root) {
   for (const char* key : {"quantization_config", "compression_config"}) {
-    const json* quant = find(root, key);
-    if (quant == nullptr) continue;
+    const std::optional<JsonView> quant = root.get_non_null(key);
+    if (!quant) continue;
     std::string method;
-    if (quant->is_object()) {
-      if (const json* m = find(*quant, "quant_method"); m && m->is_string()) {
-        method = fmt::format(" (quant_method '{}')", m->get<std::string>());
+    if (quant->raw().is_object()) {
+      if (const std::optional<JsonView> m = quant->get_non_null("quant_method");
+          m && m->raw().is_string()) {
+        method = fmt::format(" (quant_method '{}')", m->as_string());
       }
     }
-    fail("{}: {} is present{}: quantized checkpoints are not supported", source, key, method);
+    fail("{}: {} is present{}: quantized checkpoints are not supported", root.source(), key,
+         method);
   }
 }
 
-void refuse_partial_rotary(const std::string& source, const json& object, std::string_view path) {
-  const json* factor = find(object, "partial_rotary_factor");
-  if (factor == nullptr) return;
-  std::string field =
-      path.empty() ? "partial_rotary_factor" : fmt::format("{}.partial_rotary_factor", path);
-  if (as_number(source, field, *factor) != 1.0) {
-    fail("{}: {} {} is not supported (RoPE must rotate the whole head; only 1 is)", source, field,
-         describe(*factor));
+void refuse_partial_rotary(const JsonView& object) {
+  const std::optional<JsonView> factor = object.get_non_null("partial_rotary_factor");
+  if (!factor) return;
+  if (factor->as_number() != 1.0) {
+    fail("{}: {} {} is not supported (RoPE must rotate the whole head; only 1 is)", object.source(),
+         factor->path(), factor->describe());
   }
 }
 
@@ -309,22 +214,23 @@ struct RopeObject {
   std::string type_name = "default";
 };
 
-RopeType parse_rope_type(const std::string& source, const json& object, const std::string& path,
-                         RopeObject& out) {
+RopeType parse_rope_type(const JsonView& object, RopeObject& out) {
+  const std::string& source = object.source();
+  const std::string& path = object.path();
   // transformers 4.x accepted the legacy key "type" and copied it over "rope_type".
-  const json* modern = find(object, "rope_type");
-  const json* legacy = find(object, "type");
+  const std::optional<JsonView> modern = object.get_non_null("rope_type");
+  const std::optional<JsonView> legacy = object.get_non_null("type");
   if (modern && legacy) {
-    const std::string& a = as_string(source, path + ".rope_type", *modern);
-    const std::string& b = as_string(source, path + ".type", *legacy);
+    const std::string& a = modern->as_string();
+    const std::string& b = legacy->as_string();
     if (a != b) fail("{}: {}.rope_type '{}' and {}.type '{}' disagree", source, path, a, path, b);
   }
   if (modern) {
-    out.type_path = path + ".rope_type";
-    out.type_name = as_string(source, out.type_path, *modern);
+    out.type_path = modern->path();
+    out.type_name = modern->as_string();
   } else if (legacy) {
-    out.type_path = path + ".type";
-    out.type_name = as_string(source, out.type_path, *legacy);
+    out.type_path = legacy->path();
+    out.type_name = legacy->as_string();
   } else {
     out.type_path = path + ".rope_type";
   }
@@ -334,22 +240,19 @@ RopeType parse_rope_type(const std::string& source, const json& object, const st
        kSupportedRopeTypes);
 }
 
-void parse_llama3_scaling(const std::string& source, const json& object, const std::string& path,
-                          RopeConfig& rope) {
-  auto required = [&](std::string_view key) -> const json& {
-    const json* value = find(object, key);
-    if (value == nullptr)
-      fail("{}: {}.{} is required for llama3 RoPE but missing", source, path, key);
+void parse_llama3_scaling(const JsonView& object, RopeConfig& rope) {
+  const std::string& source = object.source();
+  const std::string& path = object.path();
+  auto required = [&](std::string_view key) {
+    const std::optional<JsonView> value = object.get_non_null(key);
+    if (!value) fail("{}: {}.{} is required for llama3 RoPE but missing", source, path, key);
     return *value;
   };
-  rope.factor = as_positive_number(source, path + ".factor", required("factor"));
-  rope.low_freq_factor =
-      as_positive_number(source, path + ".low_freq_factor", required("low_freq_factor"));
-  rope.high_freq_factor =
-      as_positive_number(source, path + ".high_freq_factor", required("high_freq_factor"));
+  rope.factor = required("factor").as_positive_number();
+  rope.low_freq_factor = required("low_freq_factor").as_positive_number();
+  rope.high_freq_factor = required("high_freq_factor").as_positive_number();
   rope.original_max_position_embeddings =
-      as_size(source, path + ".original_max_position_embeddings",
-              required("original_max_position_embeddings"));
+      required("original_max_position_embeddings").as_int(1, kMaxSize);
   // The llama3 ramp divides by (high - low); equal or inverted factors have no meaning.
   if (rope.high_freq_factor <= rope.low_freq_factor) {
     fail("{}: {}.high_freq_factor {} must be greater than {}.low_freq_factor {}", source, path,
@@ -357,23 +260,22 @@ void parse_llama3_scaling(const std::string& source, const json& object, const s
   }
 }
 
-RopeObject parse_rope_object(const std::string& source, const json& value,
-                             const std::string& path) {
-  const json& object = as_object(source, path, value);
+RopeObject parse_rope_object(const JsonView& object) {
+  object.require_object();
   // Gemma3-style rope_parameters hold one object per layer type; these models have one kind.
-  for (const auto& [key, entry] : object.items()) {
+  for (const auto& [key, entry] : object.raw().items()) {
     if (entry.is_object()) {
-      fail("{}: {}.{} is an object: per-layer-type RoPE parameters are not supported", source, path,
-           key);
+      fail("{}: {}.{} is an object: per-layer-type RoPE parameters are not supported",
+           object.source(), object.path(), key);
     }
   }
   RopeObject out;
-  out.rope.type = parse_rope_type(source, object, path, out);
-  if (out.rope.type == RopeType::kLlama3) parse_llama3_scaling(source, object, path, out.rope);
-  if (const json* theta = find(object, "rope_theta")) {
-    out.theta = as_positive_number(source, path + ".rope_theta", *theta);
+  out.rope.type = parse_rope_type(object, out);
+  if (out.rope.type == RopeType::kLlama3) parse_llama3_scaling(object, out.rope);
+  if (const std::optional<JsonView> theta = object.get_non_null("rope_theta")) {
+    out.theta = theta->as_positive_number();
   }
-  refuse_partial_rotary(source, object, path);
+  refuse_partial_rotary(object);
   return out;
 }
 
@@ -398,19 +300,20 @@ void check_rope_agreement(const std::string& source, const RopeObject& params,
        static_cast<double>(scaling.rope.original_max_position_embeddings));
 }
 
-RopeConfig parse_rope(const std::string& source, const json& root) {
-  refuse_partial_rotary(source, root, "");
+RopeConfig parse_rope(const JsonView& root) {
+  const std::string& source = root.source();
+  refuse_partial_rotary(root);
 
   std::optional<double> top_theta;
-  if (const json* theta = find(root, "rope_theta"))
-    top_theta = as_positive_number(source, "rope_theta", *theta);
+  if (const std::optional<JsonView> theta = root.get_non_null("rope_theta"))
+    top_theta = theta->as_positive_number();
 
   std::optional<RopeObject> scaling;
-  if (const json* value = find(root, "rope_scaling"))
-    scaling = parse_rope_object(source, *value, "rope_scaling");
+  if (const std::optional<JsonView> value = root.get_non_null("rope_scaling"))
+    scaling = parse_rope_object(*value);
   std::optional<RopeObject> params;
-  if (const json* value = find(root, "rope_parameters")) {
-    params = parse_rope_object(source, *value, "rope_parameters");
+  if (const std::optional<JsonView> value = root.get_non_null("rope_parameters")) {
+    params = parse_rope_object(*value);
   }
 
   // Collect every stated theta; all of them must be the same number.
@@ -437,81 +340,65 @@ RopeConfig parse_rope(const std::string& source, const json& root) {
 
 // ---- dtype and special tokens --------------------------------------------------------------
 
-DType parse_checkpoint_dtype(const std::string& source, const json& root) {
+DType parse_checkpoint_dtype(const JsonView& root) {
   // transformers 5 writes "dtype"; older versions "torch_dtype". The newer key wins.
-  std::string_view key = "dtype";
-  const json* value = find(root, key);
-  if (value == nullptr) {
-    key = "torch_dtype";
-    value = find(root, key);
-  }
-  if (value == nullptr) return DType::kBF16;
-  const std::string& name = as_string(source, key, *value);
+  std::optional<JsonView> value = root.get_non_null("dtype");
+  if (!value) value = root.get_non_null("torch_dtype");
+  if (!value) return DType::kBF16;
+  const std::string& name = value->as_string();
   if (name == "bfloat16") return DType::kBF16;
   if (name == "float16") return DType::kF16;
   if (name == "float32") return DType::kF32;
-  fail("{}: {} '{}' is not supported (supported: bfloat16, float16, float32)", source, key, name);
+  fail("{}: {} '{}' is not supported (supported: bfloat16, float16, float32)", root.source(),
+       value->path(), name);
 }
 
-std::vector<int64_t> parse_token_ids(const std::string& source, const json& root,
-                                     std::string_view key) {
-  const json* value = find(root, key);
-  if (value == nullptr) return {};
-  auto token = [&](const json& id, std::string_view path) {
-    int64_t token_id =
-        as_int(source, path, id, "a token id (non-negative integer), null or a list of them");
-    if (token_id < 0)
-      fail("{}: {} must be a non-negative token id, found {}", source, path, token_id);
-    return token_id;
-  };
-  if (!value->is_array()) return {token(*value, key)};
+std::vector<int64_t> parse_token_ids(const JsonView& root, std::string_view key) {
+  const std::optional<JsonView> value = root.get_non_null(key);
+  if (!value) return {};
+  if (!value->raw().is_array()) return {value->as_int(0)};
   std::vector<int64_t> ids;
-  for (size_t i = 0; i < value->size(); ++i)
-    ids.push_back(token((*value)[i], fmt::format("{}[{}]", key, i)));
+  for (size_t i = 0; i < value->size(); ++i) ids.push_back(value->item(i).as_int(0));
   return ids;
+}
+
+ModelConfig parse_config(const JsonDocument& document) {
+  const JsonView root = document.root();
+  root.require_object();
+  ModelConfig config;
+  parse_architecture(root, config);
+  parse_shapes(root, config);
+
+  refuse_unsupported_mlp(root);
+  refuse_sliding_window(root, config);
+  refuse_mixture_of_experts(root);
+  refuse_quantization(root);
+
+  config.rms_norm_eps = 1e-6;
+  if (const std::optional<JsonView> eps = root.get_non_null("rms_norm_eps"))
+    config.rms_norm_eps = eps->as_positive_number();
+  config.rope = parse_rope(root);
+  config.tie_word_embeddings = optional_bool(root, "tie_word_embeddings", false);
+
+  // Qwen2's attention hard-codes q/k/v biases and has no attention_bias field to read.
+  bool attention_bias = optional_bool(root, "attention_bias", false);
+  config.qkv_bias = config.architecture == Architecture::kQwen2 || attention_bias;
+  config.qk_norm = config.architecture == Architecture::kQwen3;
+
+  config.dtype = parse_checkpoint_dtype(root);
+  config.bos_token_ids = parse_token_ids(root, "bos_token_id");
+  config.eos_token_ids = parse_token_ids(root, "eos_token_id");
+  return config;
 }
 
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
-  const json root = parse_json(json_text, source);
-  ModelConfig config;
-  parse_architecture(source, root, config);
-  parse_shapes(source, root, config);
-
-  refuse_unsupported_mlp(source, root);
-  refuse_sliding_window(source, root, config);
-  refuse_mixture_of_experts(source, root);
-  refuse_quantization(source, root);
-
-  config.rms_norm_eps = 1e-6;
-  if (const json* eps = find(root, "rms_norm_eps"))
-    config.rms_norm_eps = as_positive_number(source, "rms_norm_eps", *eps);
-  config.rope = parse_rope(source, root);
-  config.tie_word_embeddings = optional_bool(source, root, "tie_word_embeddings", false);
-
-  // Qwen2's attention hard-codes q/k/v biases and has no attention_bias field to read.
-  bool attention_bias = optional_bool(source, root, "attention_bias", false);
-  config.qkv_bias = config.architecture == Architecture::kQwen2 || attention_bias;
-  config.qk_norm = config.architecture == Architecture::kQwen3;
-
-  config.dtype = parse_checkpoint_dtype(source, root);
-  config.bos_token_ids = parse_token_ids(source, root, "bos_token_id");
-  config.eos_token_ids = parse_token_ids(source, root, "eos_token_id");
-  return config;
+  return parse_config(parse_strict_json(json_text, {source, ""}));
 }
 
 ModelConfig load_model_config(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    fail("{}: is a directory; expected the path of a config.json file", path);
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open: {}", path, std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail("{}: cannot read: {}", path, std::strerror(errno));
-  return parse_model_config(text.str(), path);
+  return parse_config(read_json_file(path));
 }
 
 AttentionLimits attention_limits(const ModelConfig& config, int64_t max_tokens, int64_t max_reqs, int64_t max_context,

@@ -5,7 +5,7 @@
 // checked before it becomes an offset, and nothing is handed out until the whole file holds
 // together. Limits chosen here: the header is at most 100,000,000 bytes (the decimal 100 MB of
 // the reference Rust implementation) and JSON nests at most 64 levels deep (a valid header needs
-// 3): nlohmann's parser is iterative, but copying or dumping a DOM recurses.
+// 3). core/json parses the header and the index strictly (duplicate keys, depth, UTF-8).
 #include "model/safetensors.h"
 
 #include <fcntl.h>
@@ -17,7 +17,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -25,6 +24,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/json/strict_json.h"
 
 namespace fg {
 namespace {
@@ -33,18 +33,14 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
-constexpr size_t kMaxJsonDepth = 64;
+constexpr JsonLimits kJsonLimits{kMaxHeaderBytes, 64};
 constexpr const char* kIndexName = "model.safetensors.index.json";
 constexpr const char* kSingleName = "model.safetensors";
 
 // Names and values from a hostile header can be megabytes long; messages keep a readable prefix.
-std::string clip(std::string_view text) {
-  constexpr size_t kMax = 200;
-  if (text.size() <= kMax) return std::string(text);
-  return fmt::format("{}... ({} bytes)", text.substr(0, kMax), text.size());
+std::string clip_json(const json& value) {
+  return clip_for_message(value.dump(-1, ' ', false, json::error_handler_t::replace));
 }
-
-std::string clip_json(const json& value) { return clip(value.dump(-1, ' ', false, json::error_handler_t::replace)); }
 
 std::string join_dims(const std::vector<int64_t>& dims) {
   std::string out = "[";
@@ -53,166 +49,6 @@ std::string join_dims(const std::vector<int64_t>& dims) {
 }
 
 std::string errno_text() { return std::strerror(errno); }
-
-// Strict UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF). Returns the offset of
-// the first bad byte, or npos.
-size_t find_invalid_utf8(std::string_view text) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  size_t i = 0;
-  while (i < n) {
-    unsigned char c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xbf;  // allowed range of the second byte
-    if (c >= 0xc2 && c <= 0xdf) {
-      len = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      len = 3;
-      if (c == 0xe0) lo = 0xa0;  // overlong
-      if (c == 0xed) hi = 0x9f;  // surrogates
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      len = 4;
-      if (c == 0xf0) lo = 0x90;  // overlong
-      if (c == 0xf4) hi = 0x8f;  // past U+10FFFF
-    } else {
-      return i;
-    }
-    if (i + len > n) return i;
-    if (s[i + 1] < lo || s[i + 1] > hi) return i;
-    for (size_t k = 2; k < len; ++k)
-      if (s[i + k] < 0x80 || s[i + k] > 0xbf) return i;
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
-// Builds a DOM like nlohmann's own SAX DOM parser, but refuses duplicate keys at any level
-// (nlohmann would silently keep the last) and nesting past kMaxJsonDepth. nlohmann's SAX parser
-// itself is iterative, so the depth limit is what bounds recursion in everything after it.
-class StrictJsonBuilder : public nlohmann::json_sax<json> {
- public:
-  json root;
-  std::vector<std::string> top_level_keys;  // in document order; json's std::map sorts them
-  std::string error;
-
-  bool null() override { return put(nullptr); }
-  bool boolean(bool value) override { return put(value); }
-  bool number_integer(number_integer_t value) override { return put(value); }
-  bool number_unsigned(number_unsigned_t value) override { return put(value); }
-  bool number_float(number_float_t value, const string_t&) override { return put(value); }
-  bool string(string_t& value) override { return put(std::move(value)); }
-  bool binary(binary_t&) override {
-    error = "holds a binary value, which JSON cannot";
-    return false;
-  }
-  bool start_object(std::size_t) override { return open(json::object()); }
-  bool start_array(std::size_t) override { return open(json::array()); }
-  bool end_object() override { return close(); }
-  bool end_array() override { return close(); }
-
-  bool key(string_t& name) override {
-    const json& object = *stack_.back().value;
-    if (object.contains(name)) {
-      error = fmt::format("has a duplicate key '{}' {}", clip(name), where());
-      return false;
-    }
-    if (stack_.size() == 1) top_level_keys.push_back(name);
-    key_ = std::move(name);
-    return true;
-  }
-
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
-    // Drop nlohmann's "[json.exception.parse_error.101] " tag; the rest says line, column, why.
-    std::string_view what = ex.what();
-    if (!what.empty() && what.front() == '[') {
-      size_t close = what.find("] ");
-      if (close != std::string_view::npos) what.remove_prefix(close + 2);
-    }
-    error = "is not valid JSON: " + std::string(what);
-    return false;
-  }
-
- private:
-  struct Level {
-    json* value;
-    std::string path;  // for messages: 'a.weight'.shape
-  };
-
-  std::string where() const {
-    if (stack_.size() <= 1) return "at the top level";
-    return "inside " + stack_.back().path;
-  }
-
-  // The path a value stored next would have, for messages about what is inside it.
-  std::string next_path() const {
-    if (stack_.empty()) return "";
-    const Level& parent = stack_.back();
-    const std::string prefix = stack_.size() == 1 ? "" : parent.path;
-    if (parent.value->is_array()) return fmt::format("{}[{}]", prefix, parent.value->size());
-    return stack_.size() == 1 ? fmt::format("'{}'", clip(key_)) : prefix + "." + clip(key_);
-  }
-
-  // Stores `value` in the innermost open container and returns where it now lives.
-  json* store(json&& value) {
-    if (stack_.empty()) {
-      root = std::move(value);
-      return &root;
-    }
-    json& parent = *stack_.back().value;
-    if (parent.is_array()) {
-      parent.push_back(std::move(value));
-      return &parent.back();
-    }
-    auto [it, inserted] = parent.get_ref<json::object_t&>().emplace(std::move(key_), std::move(value));
-    return &it->second;
-  }
-
-  bool put(json&& value) {
-    store(std::move(value));
-    return true;
-  }
-
-  bool open(json&& container) {
-    if (stack_.size() >= kMaxJsonDepth) {
-      error = fmt::format("is JSON nested deeper than {} levels", kMaxJsonDepth);
-      return false;
-    }
-    std::string path = next_path();
-    stack_.push_back({store(std::move(container)), std::move(path)});
-    return true;
-  }
-
-  bool close() {
-    stack_.pop_back();
-    return true;
-  }
-
-  std::vector<Level> stack_;
-  std::string key_;
-};
-
-// `what` names the text in errors, e.g. "FILE: header".
-void check_utf8(std::string_view text, const std::string& what) {
-  size_t bad = find_invalid_utf8(text);
-  FG_CHECK(bad == std::string_view::npos,
-           "{} is not valid UTF-8: byte 0x{:02x} at offset {} does not start a valid sequence", what,
-           static_cast<unsigned char>(text[bad]), bad);
-}
-
-// Parses `text`, already checked to be UTF-8, as JSON without duplicate keys or deep nesting.
-StrictJsonBuilder parse_strict_json(std::string_view text, const std::string& what) {
-  StrictJsonBuilder builder;
-  bool ok = json::sax_parse(text.begin(), text.end(), &builder, json::input_format_t::json, /*strict=*/true);
-  if (!ok) {
-    if (builder.error.empty()) builder.error = "was rejected by the JSON parser";
-    fail("{} {}", what, builder.error);
-  }
-  return builder;
-}
 
 const char* json_kind(const json& value) {
   if (value.is_number_float()) return "a fractional number";
@@ -232,12 +68,13 @@ uint64_t require_count(const json& value, const std::string& what) {
 }
 
 SafetensorsEntry parse_entry(const std::string& name, const json& value, const std::string& source) {
-  const std::string tensor = fmt::format("{}: tensor '{}'", source, clip(name));
+  const std::string tensor = fmt::format("{}: tensor '{}'", source, clip_for_message(name));
   FG_CHECK(value.is_object(), "{} is {} ({}), not an object with dtype, shape and data_offsets", tensor,
            clip_json(value), json_kind(value));
   for (const auto& [field, _] : value.items()) {
     FG_CHECK(field == "dtype" || field == "shape" || field == "data_offsets",
-             "{} has an unexpected field '{}' (only dtype, shape and data_offsets are allowed)", tensor, clip(field));
+             "{} has an unexpected field '{}' (only dtype, shape and data_offsets are allowed)", tensor,
+             clip_for_message(field));
   }
   for (const char* field : {"dtype", "shape", "data_offsets"})
     FG_CHECK(value.contains(field), "{} is missing the '{}' field", tensor, field);
@@ -249,7 +86,8 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, const s
   FG_CHECK(dtype.is_string(), "{} has dtype {} ({}), not a string", tensor, clip_json(dtype), json_kind(dtype));
   const std::string& dtype_text = dtype.get_ref<const std::string&>();
   std::optional<DType> parsed = parse_dtype(dtype_text);
-  if (!parsed) fail("unsupported dtype '{}' for tensor '{}' in {}", clip(dtype_text), clip(name), source);
+  if (!parsed)
+    fail("unsupported dtype '{}' for tensor '{}' in {}", clip_for_message(dtype_text), clip_for_message(name), source);
   entry.dtype = *parsed;
 
   const json& shape = value["shape"];
@@ -291,7 +129,7 @@ std::map<std::string, std::string> parse_metadata(const json& value, const std::
            json_kind(value));
   std::map<std::string, std::string> metadata;
   for (const auto& [key, item] : value.items()) {
-    FG_CHECK(item.is_string(), "{}: __metadata__ value of '{}' is {} ({}), not a string", source, clip(key),
+    FG_CHECK(item.is_string(), "{}: __metadata__ value of '{}' is {} ({}), not a string", source, clip_for_message(key),
              clip_json(item), json_kind(item));
     metadata.emplace(key, item.get<std::string>());
   }
@@ -316,21 +154,22 @@ void check_layout(const std::vector<SafetensorsEntry>& entries, uint64_t data_si
         fail(
             "{}: tensor '{}' data_offsets [{}, {}] do not start at 0: the data section must begin with a tensor, "
             "and bytes [0, {}) belong to none",
-            source, clip(e.name), e.begin, e.end, e.begin);
+            source, clip_for_message(e.name), e.begin, e.end, e.begin);
       fail(
           "{}: gap in the data section: bytes [{}, {}) between tensor '{}' data_offsets [{}, {}] and tensor '{}' "
           "data_offsets [{}, {}] belong to no tensor",
-          source, covered, e.begin, clip(previous->name), previous->begin, previous->end, clip(e.name), e.begin, e.end);
+          source, covered, e.begin, clip_for_message(previous->name), previous->begin, previous->end,
+          clip_for_message(e.name), e.begin, e.end);
     }
     if (e.begin < covered) {
-      fail("{}: tensor '{}' data_offsets [{}, {}] overlap tensor '{}' data_offsets [{}, {}]", source, clip(e.name),
-           e.begin, e.end, clip(previous->name), previous->begin, previous->end);
+      fail("{}: tensor '{}' data_offsets [{}, {}] overlap tensor '{}' data_offsets [{}, {}]", source,
+           clip_for_message(e.name), e.begin, e.end, clip_for_message(previous->name), previous->begin, previous->end);
     }
     if (e.end > data_size) {
       fail(
           "{}: truncated: tensor '{}' data_offsets [{}, {}] end past the data section, which holds only {} bytes "
           "(file is {} bytes, data starts at byte {})",
-          source, clip(e.name), e.begin, e.end, data_size, file_size, file_size - data_size);
+          source, clip_for_message(e.name), e.begin, e.end, data_size, file_size, file_size - data_size);
     }
     covered = e.end;
     previous = &e;
@@ -347,21 +186,6 @@ std::string byte_text(char c) {
   return fmt::format("byte 0x{:02x}", u);
 }
 
-std::string read_small_file(const fs::path& path, uint64_t limit) {
-  std::ifstream in(path, std::ios::binary);
-  FG_CHECK(in.good(), "cannot open {}: {}", path.string(), errno_text());
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  FG_CHECK(size >= 0, "cannot read {}", path.string());
-  FG_CHECK(static_cast<uint64_t>(size) <= limit, "{} is {} bytes, over the limit of {} bytes", path.string(), size,
-           limit);
-  std::string text(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  in.read(text.data(), size);
-  FG_CHECK(in.gcount() == size, "cannot read {}: short read", path.string());
-  return text;
-}
-
 bool is_inside(const fs::path& path, const fs::path& folder) {
   fs::path rel = path.lexically_relative(folder);
   return !rel.empty() && rel != "." && *rel.begin() != "..";
@@ -372,7 +196,8 @@ bool is_inside(const fs::path& path, const fs::path& folder) {
 // snapshots/<rev>/<file> links to ../../blobs/<hash> by design.
 fs::path resolve_shard(const fs::path& folder, const fs::path& index, const std::string& tensor,
                        const std::string& shard) {
-  const std::string what = fmt::format("{}: shard path '{}' of tensor '{}'", index.string(), clip(shard), clip(tensor));
+  const std::string what = fmt::format("{}: shard path '{}' of tensor '{}'", index.string(), clip_for_message(shard),
+                                       clip_for_message(tensor));
   FG_CHECK(!shard.empty(), "{} is empty", what);
   FG_CHECK(shard.find('\0') == std::string::npos, "{} contains a NUL byte", what);
   fs::path relative(shard);
@@ -423,20 +248,21 @@ SafetensorsHeader parse_safetensors(std::span<const std::byte> file, const std::
 
   std::string_view text(reinterpret_cast<const char*>(file.data()) + 8, static_cast<size_t>(length));
   const std::string what = source + ": header";
-  check_utf8(text, what);
   // Writers pad the header with spaces to align the data; nothing else may follow the JSON.
   std::string_view json_text = text.substr(0, text.find_last_not_of(' ') + 1);
   FG_CHECK(!json_text.empty(), "{} is empty (length {}), not a JSON object", what, length);
   FG_CHECK(json_text.front() == '{', "{} is not a JSON object: it starts with {}", what, byte_text(json_text.front()));
-  StrictJsonBuilder parsed = parse_strict_json(json_text, what);
+  const JsonDocument parsed = parse_strict_json(json_text, {source, "header"}, kJsonLimits);
   FG_CHECK(json_text.back() == '}', "{} has {} at offset {} after the JSON object; only spaces may pad the header",
            what, byte_text(json_text.back()), json_text.size() - 1);
-  FG_ASSERT(parsed.root.is_object());
+  FG_ASSERT(parsed.value.is_object());
 
+  // Entries keep the header's order (the API promises it): the first bad tensor reported, and
+  // the tie order of zero-size tensors at one offset in check_layout, follow the file.
   SafetensorsHeader header;
   header.data_offset = 8 + length;
   for (const std::string& key : parsed.top_level_keys) {
-    const json& value = parsed.root[key];
+    const json& value = parsed.value.at(key);
     if (key == "__metadata__")
       header.metadata = parse_metadata(value, source);
     else
@@ -491,10 +317,10 @@ const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
 
 Tensor SafetensorsFile::tensor(const SafetensorsEntry& entry) const {
   FG_CHECK(entry.end <= size_ - header_.data_offset && entry.begin <= entry.end,
-           "{}: tensor '{}' data_offsets [{}, {}] are not inside this file's data section", path_, clip(entry.name),
-           entry.begin, entry.end);
+           "{}: tensor '{}' data_offsets [{}, {}] are not inside this file's data section", path_,
+           clip_for_message(entry.name), entry.begin, entry.end);
   FG_CHECK(entry.shape.size() <= static_cast<size_t>(Tensor::kMaxRank),
-           "{}: tensor '{}' has rank {} (shape {}); at most {} is supported", path_, clip(entry.name),
+           "{}: tensor '{}' has rank {} (shape {}); at most {} is supported", path_, clip_for_message(entry.name),
            entry.shape.size(), join_dims(entry.shape), Tensor::kMaxRank);
   const std::byte* data = map_ + header_.data_offset + entry.begin;
   // The format does not require alignment, but a typed view of misaligned memory is undefined
@@ -503,7 +329,7 @@ Tensor SafetensorsFile::tensor(const SafetensorsEntry& entry) const {
   FG_CHECK(entry.begin == entry.end || reinterpret_cast<uintptr_t>(data) % element == 0,
            "{}: tensor '{}' ({}) starts at byte {} of the file, not a multiple of its {}-byte element size; "
            "re-save the file with the safetensors library to align it",
-           path_, clip(entry.name), dtype_name(entry.dtype), header_.data_offset + entry.begin, element);
+           path_, clip_for_message(entry.name), dtype_name(entry.dtype), header_.data_offset + entry.begin, element);
   Tensor view;
   // The mapping is read-only: a Tensor has no const flavour, but writing through it faults.
   view.data = const_cast<std::byte*>(data);
@@ -536,11 +362,9 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   }
 
   const std::string index = index_path.string();
-  const std::string text = read_small_file(index_path, kMaxHeaderBytes);
-  check_utf8(text, index);
-  StrictJsonBuilder parsed = parse_strict_json(text, index);
-  const json& root = parsed.root;
-  FG_CHECK(root.is_object(), "{} is {}, not a JSON object", index, json_kind(root));
+  const JsonDocument parsed = read_json_file(index, {dir, kIndexName}, kJsonLimits);
+  parsed.root().require_object();
+  const json& root = parsed.value;
   FG_CHECK(root.contains("weight_map"), "{} has no 'weight_map'", index);
   const json& weight_map = root["weight_map"];
   FG_CHECK(weight_map.is_object(), "{}: 'weight_map' is {}, not an object of tensor name → shard file", index,
@@ -557,7 +381,7 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   std::map<std::string, std::string> shard_of;  // tensor → resolved shard path, from the index
   for (const auto& [name, value] : weight_map.items()) {
     FG_CHECK(value.is_string(), "{}: 'weight_map' entry of tensor '{}' is {} ({}), not a shard file name", index,
-             clip(name), clip_json(value), json_kind(value));
+             clip_for_message(name), clip_json(value), json_kind(value));
     const std::string& shard = value.get_ref<const std::string&>();
     std::string resolved = resolve_shard(folder, index_path, name, shard).string();
     shards.try_emplace(resolved, Shard{(folder / shard).string(), nullptr});
@@ -569,18 +393,18 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   for (const auto& [resolved, shard] : shards) {
     for (const SafetensorsEntry& entry : shard.file->header().entries) {
       auto [it, inserted] = checkpoint.tensors_.emplace(entry.name, Located{shard.file.get(), &entry});
-      FG_CHECK(inserted, "{}: tensor '{}' is in two shards, {} and {}", dir, clip(entry.name), it->second.file->path(),
-               shard.path);
+      FG_CHECK(inserted, "{}: tensor '{}' is in two shards, {} and {}", dir, clip_for_message(entry.name),
+               it->second.file->path(), shard.path);
       auto mapped = shard_of.find(entry.name);
-      FG_CHECK(mapped != shard_of.end(), "{}: tensor '{}' is in {} but {} does not list it", dir, clip(entry.name),
-               shard.path, index);
-      FG_CHECK(mapped->second == resolved, "{}: tensor '{}' is in {} but {} maps it to {}", dir, clip(entry.name),
-               shard.path, index, shards.at(mapped->second).path);
+      FG_CHECK(mapped != shard_of.end(), "{}: tensor '{}' is in {} but {} does not list it", dir,
+               clip_for_message(entry.name), shard.path, index);
+      FG_CHECK(mapped->second == resolved, "{}: tensor '{}' is in {} but {} maps it to {}", dir,
+               clip_for_message(entry.name), shard.path, index, shards.at(mapped->second).path);
     }
   }
   for (const auto& [name, resolved] : shard_of) {
     FG_CHECK(checkpoint.tensors_.count(name) != 0,
-             "{}: missing tensor '{}': {} maps it to {}, which does not contain it", dir, clip(name), index,
+             "{}: missing tensor '{}': {} maps it to {}, which does not contain it", dir, clip_for_message(name), index,
              shards.at(resolved).path);
   }
   for (auto& [resolved, shard] : shards) checkpoint.files_.push_back(std::move(shard.file));
@@ -589,7 +413,7 @@ Checkpoint Checkpoint::open(const std::string& dir) {
 
 Tensor Checkpoint::tensor(const std::string& name) const {
   auto it = tensors_.find(name);
-  FG_CHECK(it != tensors_.end(), "{}: no tensor '{}' in this checkpoint ({} tensors)", dir_, clip(name),
+  FG_CHECK(it != tensors_.end(), "{}: no tensor '{}' in this checkpoint ({} tensors)", dir_, clip_for_message(name),
            tensors_.size());
   return it->second.file->tensor(*it->second.entry);
 }
@@ -611,20 +435,20 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   for (const NamedTensor& named : tensors) {
     const Tensor& t = named.tensor;
     FG_CHECK(named.name != "__metadata__", "{}: cannot write a tensor named '__metadata__'", path);
-    FG_CHECK(!header.contains(named.name), "{}: tensor '{}' is given twice", path, clip(named.name));
-    FG_CHECK(t.device == Device::kHost, "{}: tensor '{}' is not in host memory", path, clip(named.name));
+    FG_CHECK(!header.contains(named.name), "{}: tensor '{}' is given twice", path, clip_for_message(named.name));
+    FG_CHECK(t.device == Device::kHost, "{}: tensor '{}' is not in host memory", path, clip_for_message(named.name));
     std::vector<int64_t> shape(t.shape.begin(), t.shape.begin() + t.rank);
     for (int64_t dim : shape)
-      FG_CHECK(dim >= 0, "{}: tensor '{}' has a negative dimension in shape {}", path, clip(named.name),
+      FG_CHECK(dim >= 0, "{}: tensor '{}' has a negative dimension in shape {}", path, clip_for_message(named.name),
                join_dims(shape));
-    FG_CHECK(t.data != nullptr || t.numel() == 0, "{}: tensor '{}' of shape {} has no data", path, clip(named.name),
-             join_dims(shape));
+    FG_CHECK(t.data != nullptr || t.numel() == 0, "{}: tensor '{}' of shape {} has no data", path,
+             clip_for_message(named.name), join_dims(shape));
     uint64_t bytes = t.nbytes();
     // The header is padded to 8 bytes, so this keeps the reader's typed views aligned.
     FG_CHECK(bytes == 0 || offset % dtype_size(t.dtype) == 0,
              "{}: tensor '{}' ({}) would start at byte {} of the data section, not a multiple of its {}-byte "
              "element size; order the tensors by decreasing element size",
-             path, clip(named.name), dtype_name(t.dtype), offset, dtype_size(t.dtype));
+             path, clip_for_message(named.name), dtype_name(t.dtype), offset, dtype_size(t.dtype));
     header[named.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/json/json_view.h"
 #include "tokenizer/bpe_model.h"
-#include "tokenizer/json_view.h"
 #include "tokenizer/normalizers.h"
 #include "tokenizer/utf8.h"
 

@@ -8,8 +8,8 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/json/json_view.h"
 #include "tokenizer/byte_level.h"
-#include "tokenizer/json_view.h"
 #include "tokenizer/utf8.h"
 
 namespace fg {
@@ -39,7 +39,7 @@ BpeModel BpeModel::from_json(const JsonView& node, bool byte_level) {
                    "byte_fallback", "ignore_merges", "vocab", "merges"});
   BpeModel m;
   m.byte_level_ = byte_level;
-  if (auto dropout = node.get("dropout"); dropout && !dropout->is_null() && dropout->as_double() != 0.0)
+  if (auto dropout = node.get("dropout"); dropout && !dropout->is_null() && dropout->as_number() != 0.0)
     dropout->fail("BPE dropout is not supported (it makes encoding random)");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (auto affix = node.get(key); affix && !affix->is_null() && !affix->as_string().empty())
@@ -67,8 +67,7 @@ void BpeModel::load_vocab(const JsonView& vocab) {
   std::vector<const std::string*> by_id(n, nullptr);
   for (const auto& [token, value] : vocab.raw().items()) {
     if (!value.is_number_integer())
-      vocab.fail("the token \"{}\" has {} instead of an integer id", token,
-                 JsonView(value, vocab.source(), vocab.path()).kind());
+      vocab.fail("the token \"{}\" has {} instead of an integer id", token, vocab.member(token, value).describe());
     const int64_t id = value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
                            ? INT64_MAX
                            : value.get<int64_t>();
@@ -126,7 +125,7 @@ void BpeModel::load_merges(const JsonView& merges) {
       left = entry.item(0).as_string();
       right = entry.item(1).as_string();
     } else {
-      entry.fail("a merge must be \"left right\" or [\"left\", \"right\"], found {}", entry.kind());
+      entry.fail("a merge must be \"left right\" or [\"left\", \"right\"], found {}", entry.describe());
     }
     const int32_t l = vocab_.find(left), r = vocab_.find(right);
     if (l < 0) entry.fail("the merge names the unknown token \"{}\"", left);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json/strict_json.h"
 #include "tokenizer/jinja_json.h"
 
 namespace fg {
@@ -22,23 +23,17 @@ std::optional<std::string> read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-nlohmann::json parse_json_file(const std::filesystem::path& path, const std::string& text) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: invalid JSON: {}", path.string(), e.what());
-  }
-}
-
 // A special token as tokenizer_config.json writes it: a string, an AddedToken object with
 // "content", or null.
-std::string token_text(const nlohmann::json& config, const char* key, const std::string& source) {
-  const auto it = config.find(key);
-  if (it == config.end() || it->is_null()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
-    return (*it)["content"].get<std::string>();
-  fail("{}: '{}' must be a string or an object with \"content\"", source, key);
+std::string token_text(const JsonView& config, const char* key) {
+  const std::optional<JsonView> token = config.get_non_null(key);
+  if (!token) return "";
+  if (token->raw().is_string()) return token->as_string();
+  if (token->raw().is_object()) {
+    if (const std::optional<JsonView> content = token->get("content"); content && content->raw().is_string())
+      return content->as_string();
+  }
+  token->fail_expected("a string or an object with a string \"content\"");
 }
 
 nlohmann::ordered_json to_ordered(const nlohmann::json& j) { return nlohmann::ordered_json::parse(j.dump()); }
@@ -46,47 +41,48 @@ nlohmann::ordered_json to_ordered(const nlohmann::json& j) { return nlohmann::or
 }  // namespace
 
 ChatTemplateConfig chat_template_config_from_json(const nlohmann::json& config, const std::string& source) {
-  FG_CHECK(config.is_object(), "{}: expected a JSON object", source);
+  const JsonView root(config, source, "");
+  root.require_object();
   ChatTemplateConfig out;
-  out.bos_token = token_text(config, "bos_token", source);
-  out.eos_token = token_text(config, "eos_token", source);
-  const auto it = config.find("chat_template");
-  if (it == config.end() || it->is_null()) return out;
-  if (it->is_string()) {
-    out.chat_template = it->get<std::string>();
+  out.bos_token = token_text(root, "bos_token");
+  out.eos_token = token_text(root, "eos_token");
+  const std::optional<JsonView> chat = root.get_non_null("chat_template");
+  if (!chat) return out;
+  if (chat->raw().is_string()) {
+    out.chat_template = chat->as_string();
     return out;
   }
-  FG_CHECK(it->is_array(), "{}: 'chat_template' must be a string or a list of {{name, template}}", source);
-  for (const auto& entry : *it) {
-    FG_CHECK(entry.is_object() && entry.contains("name") && entry.contains("template") && entry["name"].is_string() &&
-                 entry["template"].is_string(),
-             "{}: each 'chat_template' entry must have string 'name' and 'template'", source);
-    if (entry["name"] == "default") {
-      out.chat_template = entry["template"].get<std::string>();
+  if (!chat->raw().is_array()) chat->fail_expected("a string or a list of {name, template}");
+  for (size_t i = 0; i < chat->size(); ++i) {
+    const JsonView entry = chat->item(i);
+    if (entry["name"].as_string() == "default") {
+      out.chat_template = entry["template"].as_string();
       return out;
     }
+    entry["template"].as_string();  // every entry up to the default one must be well-formed
   }
-  fail("{}: 'chat_template' lists several templates but none named \"default\"", source);
+  chat->fail("lists several templates but none named \"default\"");
 }
 
 ChatTemplateConfig load_chat_template_config(const std::string& model_dir, bool require_template) {
   const std::filesystem::path dir(model_dir);
-  const std::filesystem::path config_path = dir / "tokenizer_config.json";
-  const std::optional<std::string> text = read_file(config_path);
-  FG_CHECK(text.has_value(), "{}: cannot read the file", config_path.string());
-  ChatTemplateConfig config = chat_template_config_from_json(parse_json_file(config_path, *text), config_path.string());
+  const JsonDocument tokenizer_config = read_json_file((dir / "tokenizer_config.json").string());
+  ChatTemplateConfig config = chat_template_config_from_json(tokenizer_config.value, tokenizer_config.source);
   if (config.chat_template.empty()) {
     // Newer checkpoints keep the template beside the config, where transformers also looks.
     if (auto jinja = read_file(dir / "chat_template.jinja")) {
       config.chat_template = *jinja;
-    } else if (auto json = read_file(dir / "chat_template.json")) {
-      const nlohmann::json j = parse_json_file(dir / "chat_template.json", *json);
-      if (j.is_object() && j.contains("chat_template") && j["chat_template"].is_string())
-        config.chat_template = j["chat_template"].get<std::string>();
+    } else if (std::filesystem::exists(dir / "chat_template.json")) {
+      // Only a string "chat_template" is taken; anything else leaves the template empty.
+      const JsonDocument file = read_json_file((dir / "chat_template.json").string());
+      if (file.value.is_object()) {
+        if (const auto it = file.value.find("chat_template"); it != file.value.end() && it->is_string())
+          config.chat_template = it->get<std::string>();
+      }
     }
   }
   FG_CHECK(!require_template || !config.chat_template.empty(), "{}: the tokenizer has no chat template",
-           config_path.string());
+           tokenizer_config.source);
   return config;
 }
 

@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "core/error.h"
-#include "tokenizer/json_view.h"
+#include "core/json/json_view.h"
 #include "tokenizer/utf8.h"
 
 namespace fg {

@@ -6,7 +6,7 @@
 #include <pcre2.h>
 
 #include "core/error.h"
-#include "tokenizer/json_view.h"
+#include "core/json/json_view.h"
 #include "tokenizer/unicode_delta.h"
 
 namespace fg {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "tokenizer/json_view.h"
+#include "core/json/json_view.h"
 
 namespace fg {
 

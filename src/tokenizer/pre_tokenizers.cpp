@@ -2,7 +2,7 @@
 #include "tokenizer/pre_tokenizers.h"
 
 #include "core/error.h"
-#include "tokenizer/json_view.h"
+#include "core/json/json_view.h"
 #include "tokenizer/utf8.h"
 
 namespace fg {

@@ -2,24 +2,19 @@
 // are built in (the model needs to know whether the pre-tokenizer is byte-level; added tokens need
 // the model and the normalizer; the post-processor needs the full vocabulary), and refusals of
 // top-level settings fullgraph does not implement.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
 #include "core/error.h"
-#include "tokenizer/json_view.h"
+#include "core/json/strict_json.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
 
 namespace fg {
 
 struct TokenizerLoader {
-  static Tokenizer load(std::string_view text, const std::string& source) {
-    const nlohmann::json doc = parse_tokenizer_json(text, source);
+  static Tokenizer load(const JsonDocument& doc) {
+    const std::string& source = doc.source;
     const nlohmann::json null_value;  // what an absent optional part reads as
     const nlohmann::json empty_list = nlohmann::json::array();
-    const JsonView root(doc, source, "");
+    const JsonView root = doc.root();
     root.require_object();
     root.allow_only({"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
                      "post_processor", "decoder", "model"});
@@ -53,21 +48,9 @@ struct TokenizerLoader {
 };
 
 Tokenizer Tokenizer::from_json(std::string_view text, const std::string& source) {
-  return TokenizerLoader::load(text, source);
+  return TokenizerLoader::load(parse_strict_json(text, {source, ""}));
 }
 
-Tokenizer Tokenizer::from_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open the tokenizer file {}: {}", path, std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0) fail("cannot read the tokenizer file {}", path);
-  if (static_cast<uint64_t>(size) > kMaxTokenizerJsonBytes)
-    fail("{}: {} bytes is larger than the {} bytes a tokenizer.json may have", path, size, kMaxTokenizerJsonBytes);
-  in.seekg(0);
-  std::string text(static_cast<size_t>(size), '\0');
-  if (!in.read(text.data(), size)) fail("cannot read the tokenizer file {}", path);
-  return from_json(text, path);
-}
+Tokenizer Tokenizer::from_file(const std::string& path) { return TokenizerLoader::load(read_json_file(path)); }
 
 }  // namespace fg

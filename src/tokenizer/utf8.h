@@ -1,7 +1,7 @@
-// tokenizer/utf8.h — the UTF-8 rules the tokenizer relies on: validation, code point iteration,
-// Unicode White_Space, and lossy decoding with exactly the replacement policy of Rust's
-// String::from_utf8_lossy (one U+FFFD per maximal ill-formed subpart), which is what Hugging Face
-// `tokenizers` applies when decoded bytes are not valid UTF-8.
+// tokenizer/utf8.h — the UTF-8 rules the tokenizer relies on: validation (core/utf8.h, shared
+// with every layer), code point iteration, Unicode White_Space, and lossy decoding with exactly
+// the replacement policy of Rust's String::from_utf8_lossy (one U+FFFD per maximal ill-formed
+// subpart), which is what Hugging Face `tokenizers` applies when decoded bytes are not valid UTF-8.
 #pragma once
 
 #include <cstddef>
@@ -9,16 +9,11 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace fg::utf8 {
 
 inline constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-
-// Length of the valid UTF-8 sequence that starts at s[pos], or 0 if the bytes there are not one.
-size_t valid_sequence_length(std::string_view s, size_t pos);
-
-// Byte offset of the first byte that is not part of a valid sequence, or npos when `s` is valid.
-size_t first_invalid(std::string_view s);
-inline bool is_valid(std::string_view s) { return first_invalid(s) == std::string_view::npos; }
 
 // Decodes the code point at s[pos] (which must start a valid sequence) and advances pos.
 uint32_t next_code_point(std::string_view s, size_t& pos);
