@@ -1,8 +1,6 @@
 // bench/serve/bench_runner.cpp — arrival-time dispatch, the concurrency semaphore, progress.
 #include "bench/serve/bench_runner.h"
 
-#include <fmt/format.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +11,7 @@
 #include "bench/common/clock.h"
 #include "bench/serve/arrival_schedule.h"
 #include "core/error.h"
+#include "core/progress_bar.h"
 
 namespace fg::bench {
 
@@ -42,22 +41,19 @@ class Slots {
   int64_t free_;
 };
 
+// The shared progress line (core/progress_bar.h), ticked from the request threads.
 class Progress {
  public:
-  Progress(int64_t total, bool enabled) : total_(total), enabled_(enabled && ::isatty(STDERR_FILENO)) {}
+  Progress(int64_t total, bool enabled) : bar_("bench serve: requests", static_cast<size_t>(total), enabled) {}
   void tick() {
-    const int64_t done = ++done_;
-    if (!enabled_) return;
     std::lock_guard lock(mutex_);
-    fmt::print(stderr, "\rbench serve: {}/{} requests done", done, total_);
-    if (done == total_) fmt::print(stderr, "\n");
+    bar_.update(++done_);
   }
 
  private:
-  int64_t total_;
-  bool enabled_;
-  std::atomic<int64_t> done_{0};
   std::mutex mutex_;
+  size_t done_ = 0;
+  ProgressBar bar_;
 };
 
 }  // namespace

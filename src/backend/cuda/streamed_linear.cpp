@@ -32,7 +32,7 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 
 // The map of a [rows, in] BF16 matrix in boxes of box_rows x kStreamedBoxK, zeros out of bounds
 // (rows past the end, k past `in`). No L2 promotion: with 256-byte promotion every streamed shape
-// read 2-7% slower (bench/RESULTS.md, 2026-12-01 session 5: the 8B LM head at M = 1 248 -> 236
+// read 2-7% slower (bench/RESULTS.md, 2026-12-01: the 8B LM head at M = 1 248 -> 236
 // us, the 8B gate/up 29.0 -> 27.6); 64- and 128-byte promotion measured the same as none.
 CUtensorMap tensor_map(const __nv_bfloat16* data, int64_t rows, int64_t in, uint32_t box_rows, const char* what) {
   CUtensorMap map;
@@ -51,7 +51,7 @@ CUtensorMap tensor_map(const __nv_bfloat16* data, int64_t rows, int64_t in, uint
 
 void check_blocks_per_sm(int blocks_per_sm) {
   FG_CHECK(blocks_per_sm >= 1 && blocks_per_sm <= kStreamedBlocksPerSm,
-           "cuda backend: the streamed linear runs 1 to {} blocks per SM, not {}", kStreamedBlocksPerSm, blocks_per_sm);
+           "cuda backend: the streamed linear takes 1 to {} blocks per SM, not {}", kStreamedBlocksPerSm, blocks_per_sm);
 }
 
 }  // namespace
@@ -149,7 +149,7 @@ void StreamedLinear::run_qkv_rope(const __nv_bfloat16* x, const __nv_bfloat16* w
   // pass stays within half a head (8 tile pairs at head_dim 128), and the 8B span's 384 pairs over
   // one block per SM give each block 3, so that most blocks' ranges cross a half head and walk
   // all of k twice in shorter passes; over two per SM each block takes 2. Measured
-  // (bench/RESULTS.md, 2026-12-02 session 16, bench latency, 8B, context 512, graph): batches 9,
+  // (bench/RESULTS.md, 2026-12-02, bench latency, 8B, context 512, graph): batches 9,
   // 12 and 16 (16-row graphs) 4.835-4.860 -> 4.566-4.603 ms, batch 1 level (4.144-4.175 ->
   // 4.154-4.177). At n <= 8 one per SM was slower still (the q/k/v launch 13.3 -> 24.3 us).
   if (blocks_per_sm == 0) blocks_per_sm = kStreamedBlocksPerSm;

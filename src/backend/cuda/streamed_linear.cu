@@ -7,15 +7,15 @@
 // hold 64 bytes per lane and wait for them; on the LM head at M = 16 they reach 77% of the copy
 // bandwidth, this kernel 95-99%. One producer thread per block keeps its ring of stages (a chunk
 // of up to 64 rows x 256 k each) filling while four consumer warps run the tensor cores on the
-// chunk that has landed. Measured on the way (bench/RESULTS.md, 2026-11-30 session 3):
+// chunk that has landed. Measured on the way (bench/RESULTS.md, 2026-11-30):
 // - a stage's weights come as 2-D tensor copies of whole tiles (per-row 512-byte bulk copies ran
-//   at a third of the bandwidth); session 4: one copy for all the tiles of a full pass (up to 64
+//   at a third of the bandwidth); one copy for all the tiles of a full pass (up to 64
 //   rows x 256 k), rather than one per tile, gained 1-4% (8B down_proj 32.6 -> 31.4 us at M = 1);
 // - the token rows come through the stage too (one n-row copy): loading them through registers
 //   one chunk ahead was 4-7% slower at M = 16 on the 8B MLP and LM head;
 // - with fewer than ~4 tiles per block the stream is slow (1B down_proj: 35-42% of copy; ncu
 //   shows the consumers waiting on the copies with DRAM 28% busy), hence the slices of k
-//   (session 4: the 1B down_proj in 4 slices reads at 69%, the 8B down_proj in 2 at 90%); starting
+//   (the 1B down_proj in 4 slices reads at 69%, the 8B down_proj in 2 at 90%); starting
 //   each block's pass at a chunk of its own, so that the blocks do not all read the same token
 //   chunk at once, changed nothing;
 // - the kernel is launched with PDL and requests its first ring of weights before waiting for
@@ -53,7 +53,7 @@
 // the tensor core computes each output from its own row and column, so every n in 1..16 gives
 // bit-identical rows.
 //
-// Slices, measured (bench/RESULTS.md, 2026-11-30 session 4): see streamed_k_slices. Thread block
+// Slices, measured (bench/RESULTS.md, 2026-11-30): see streamed_k_slices. Thread block
 // clusters that meet through distributed shared memory, instead of the workspace, were slower
 // (8B down_proj in 4 slices: 43.8 us against 34.9; in 2: 32.7 against 32.1).
 #include "backend/cuda/bf16_vec.cuh"
@@ -88,14 +88,14 @@ static_assert(2 * kMaxStages * 8 + kPassTiles * 4 + kConsumerWarps * 16 * 4 <= 1
               "the barriers, the tiles' completion flags and the rows' sums of squares fit the header");
 // Mostly two blocks per SM, each with a ring of two full-pass stages (40 KB each; more of shorter
 // ones): one block's epilogue and start overlap the other's stream. Measured against one block
-// with five stages (bench/RESULTS.md, 2026-11-30 session 3): +2-4% on the LM heads, the same
+// with five stages (bench/RESULTS.md, 2026-11-30): +2-4% on the LM heads, the same
 // elsewhere; streamed_blocks_per_sm says when one block alone, with the SM's whole ring, is
 // faster. Two blocks of this size fill an SM's 228 KB, so the next launch's blocks start only as
 // these leave (about 2.5 us of each launch in a decode step: bench/RESULTS.md, 2026-12-01).
 // Leaving room for them costs more than it saves: half the ring (one block of
 // 96 KB, or two of 48) made the 8B decode step 30-42% slower; so did L2 prefetches of a block's
 // own later weights, and those of the next launch's first stages gained nothing (bench/RESULTS.md,
-// 2026-12-01 session 9). The stage count is not "more is better" either (session 10, same-call
+// 2026-12-01). The stage count is not "more is better" either (2026-12-01, same-call
 // A/B at M = 1 / 16): with the 16 KB of partial sums moved into each pass's last stage, the
 // freed room gave 36 KB stages a third stage (1B gate_up span 16.8 -> 16.4 us, LM heads -1%) but
 // 20 KB ones a fifth (1B gate/up 9.7 -> 10.5, 8B q/o_proj 11.1 -> 11.8), and a held stage costs

@@ -42,7 +42,7 @@ inline int64_t streamed_full_pass_units(int sm_count) {
 // block half a pass or more; else as many as give each block about half a pass (at most one per
 // 256-wide chunk of k). The slices' sums meet in slice order. Half a pass, not a full one: the
 // ring then holds four stages rather than two, and full passes measured slower or equal on the
-// split shapes at M = 1 (bench/RESULTS.md, 2026-11-30 session 4: the 1B down_proj in 4 slices
+// split shapes at M = 1 (bench/RESULTS.md, 2026-11-30: the 1B down_proj in 4 slices
 // 11.4 us, in 8 12.3; the 1B q_proj 5.7 against 6.0; the 8B down_proj 31.1 in 2 and in 4).
 // A function of the shape and the device alone, so every n (and graph and eager runs) gives the
 // same bits for a row.
@@ -58,8 +58,8 @@ inline int streamed_k_slices(int64_t out_features, int64_t in, int sm_count) {
 // and 2 per SM would leave passes of half kStreamedPassTiles or fewer. Above 8 rows a stage's token
 // chunk is 16 rows (8 KB), half the bytes of a 4-tile pass's weights, and every block reads it
 // again from L2; one block per SM, with passes twice as long, halves those reads. Measured
-// (bench/RESULTS.md, 2026-12-01 session 5, M = 16, one block per SM against two, runs 7 and
-// 11-13): the 1B gate/up 9.7-10.6 us against 10.5-10.9 (cuBLASLt 10.2-10.5), the 8B q/k/v span
+// (bench/RESULTS.md, 2026-12-01, M = 16, one block per SM against two, four
+// repetitions): the 1B gate/up 9.7-10.6 us against 10.5-10.9 (cuBLASLt 10.2-10.5), the 8B q/k/v span
 // 15.3-15.4 against 15.4-15.6. Split weights keep two: the 1B down_proj (4 slices) took 12.6-12.7
 // us with one against 12.1-12.3 with two in three of the four runs; the 8B down_proj (2 slices)
 // gained 0-1.4% with one, too little to carry a rule. With longer passes two are faster (8B
@@ -87,7 +87,7 @@ inline int streamed_blocks_per_sm(int64_t out_features, int k_slices, int64_t n,
 //   1). In the decode step it wins there too: its blocks request their whole ring of weights
 //   before the PDL wait, and after RoPE and attention, which leave the shared memory free, the
 //   ring holds most of a 32 MB weight, where the direct kernel's registers hold a group per warp.
-//   Measured (bench/RESULTS.md, 2026-12-01 session 6, run 11, graph replay): the 8B o_proj 15.2 ->
+//   Measured (bench/RESULTS.md, 2026-12-01, graph replay): the 8B o_proj 15.2 ->
 //   12.1 us in the step, the step 4.648 -> 4.488 ms at batch 1, 4.766 -> 4.514 at batch 8, level
 //   at 64. Below 32 MB the direct kernel stays: streamed, the 1B q/k/v span and o_proj made the 1B
 //   step 1.020 -> 1.069 ms.
