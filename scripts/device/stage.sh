@@ -12,7 +12,7 @@ rm -rf .device && mkdir -p .device/lib .device/testdata
 cp "$build/fullgraph" "$build/fullgraph_gpu_tests" "$build"/probe_* .device/
 for lib in $(ldd "$build/fullgraph" "$build/fullgraph_gpu_tests" | awk '/=> \// {print $3}' | sort -u); do
   case "$lib" in
-    */libfmt.so*|*/libpcre2-8.so*|*/libutf8proc.so*|*/libcpp-httplib.so*|*/libxxhash.so*|*/libbrotli*|*/libssl.so*|*/libcrypto.so*) cp -L "$lib" .device/lib/ ;;
+    */libfmt.so*|*/libspdlog.so*|*/libpcre2-8.so*|*/libutf8proc.so*|*/libcpp-httplib.so*|*/libxxhash.so*|*/libbrotli*|*/libssl.so*|*/libcrypto.so*) cp -L "$lib" .device/lib/ ;;
   esac
 done
 testdata="${FULLGRAPH_TESTDATA:-../shared/testdata}"

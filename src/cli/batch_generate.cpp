@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/log.h"
 #include "core/progress_bar.h"
 #include "engine/request_json.h"
 
@@ -70,7 +71,7 @@ std::string output_rate(double seconds, int64_t generated) {
 void run_batch_generate(const BatchGenerateOptions& o, const GpuBackendFactory& gpu) {
   std::ifstream in(o.prompts_file);
   FG_CHECK(in.good(), "--prompts: cannot read {}", o.prompts_file);
-  const auto log = [](const std::string& line) { fmt::print(stderr, "fullgraph: {}\n", line); };
+  const auto log = log::info_line;
   std::unique_ptr<EngineSetup> setup = build_engine(o.engine, gpu, log);
   Engine& engine = *setup->engine;
 

@@ -16,6 +16,7 @@
 #include "backend/backend_factory.h"
 #include "backend/cpu/cpu_backend.h"
 #include "cli/batch_generate.h"
+#include "core/log.h"
 #include "runner/greedy_generator.h"
 #include "model/model_loader.h"
 #include "model/safetensors.h"
@@ -126,7 +127,7 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   load_options.round_rope_inv_freq_to_bf16 = o.engine.rope_bf16;
   LoadedModel loaded = load_model(o.engine.model_dir, load_options, backend);
   if (loaded.weights.converted_from)
-    fmt::print(stderr, "fullgraph: weights: {} in the checkpoint, converted to BF16 for the {} backend\n",
+    log::info("weights: {} in the checkpoint, converted to BF16 for the {} backend",
                dtype_name(*loaded.weights.converted_from), backend.name());
   const ModelConfig config = loaded.config;
   for (size_t i = 0; i < prompt.size(); ++i)
@@ -189,7 +190,7 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   const std::string where = backend.device() == Device::kHost
                                 ? fmt::format("{} threads", static_cast<CpuBackend&>(backend).num_threads())
                                 : fmt::format("{} attention", attention_name);
-  fmt::print(stderr, "fullgraph: {} ({} backend, {}): {} prompt tokens, {} generated in {:.1f} ms ({})\n",
+  log::info("{} ({} backend, {}): {} prompt tokens, {} generated in {:.1f} ms ({})",
              loaded.source, backend.name(), where, T, result.generated.size(), seconds * 1e3, mode);
 
   if (keep_logits) {
@@ -200,7 +201,7 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
         {"generated_logits", Tensor(result.generated_logits.data(), DType::kF32, {N, V})},
     };
     write_safetensors(o.dump_logits, tensors, {{"model", loaded.source}, {"producer", "fullgraph generate"}});
-    fmt::print(stderr, "fullgraph: logits written to {}\n", o.dump_logits);
+    log::info("logits written to {}", o.dump_logits);
   }
 }
 

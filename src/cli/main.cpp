@@ -12,6 +12,7 @@
 
 #ifdef FULLGRAPH_HAVE_CUDA
 #include "core/cuda/device_info.h"
+#include "core/log.h"
 #endif
 
 namespace {
@@ -53,7 +54,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "fullgraph: error: {}\n", e.what());
+    fg::log::error("{}", e.what());
     return 1;
   }
   return 0;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli/engine_setup.h"
+#include "core/log.h"
 #include "server/api_server.h"
 #include "server/http_server.h"
 
@@ -38,7 +39,7 @@ struct ServeOptions {
   double drain_timeout_s = 30.0;
 };
 
-void log_line(const std::string& line) { fmt::print(stderr, "fullgraph: {}\n", line); }
+void log_line(const std::string& line) { log::info("{}", line); }
 
 std::string default_model_name(const EngineSetupOptions& o) {
   if (!o.model_dir.empty()) return o.model_dir;  // what vLLM reports too: the --model argument

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "core/log.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,7 +18,7 @@ ModelRunner::ModelRunner(LlamaModel& model, const KvCache& kv, RunnerOptions opt
       backend_(model.backend()),
       kv_(kv),
       options_(std::move(options)),
-      log_(log ? std::move(log) : [](const std::string& line) { fmt::print(stderr, "fullgraph: {}\n", line); }),
+      log_(log ? std::move(log) : log::info_line),
       buckets_(options_.capture_sizes.empty() ? default_capture_sizes(options_.max_num_tokens) : options_.capture_sizes,
                options_.max_num_seqs) {
   const ModelConfig& c = model.config();
