@@ -18,6 +18,7 @@
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/kv_block_manager.h"
@@ -34,6 +35,9 @@ struct RequestOutput {
   std::vector<int32_t> token_ids;       // the tokens generated since the previous delta
   std::string text;                     // their text (held back while it may become a stop string)
   std::vector<TokenLogprobs> logprobs;  // one per token of token_ids when the request asked for logprobs
+  // With RequestSpec::prompt_logprobs >= 0, in the first delta only: one per prompt token after the
+  // first (entry i: prompt token i + 1 given tokens 0..i).
+  std::vector<TokenLogprobs> prompt_logprobs;
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   std::optional<std::variant<int32_t, std::string>> stop_reason;
@@ -47,6 +51,16 @@ struct RequestSpec {
   SamplingParams sampling;       // `step` is the engine's; `seed` is used only when has_seed
   bool has_seed = false;         // else the engine draws one
   StopConditions stop;           // eos_token_ids empty: the engine's (the model's) are used
+  // OpenAI's logit_bias: each (token, bias) is added to the token's raw logit before penalties,
+  // temperature and filters (logprobs stay those of the raw logits). Distinct tokens in the
+  // vocabulary, finite biases in [-100, 100].
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  // vLLM's prompt_logprobs: -1 none; k >= 0: the logprob of every prompt token after the first
+  // (given the tokens before it) and, for k > 0, its top k, in the request's first delta.
+  int32_t prompt_logprobs = -1;
+  // vLLM's priority: with the priority scheduling policy, a lower value is scheduled first (ties
+  // by arrival) and preempted last; ignored under first-come-first-served.
+  int64_t priority = 0;
   std::function<void(const RequestOutput&)> on_output;  // runs on the stepping thread
 };
 
