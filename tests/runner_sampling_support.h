@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -110,11 +111,13 @@ class RunnerSamplingTest : public RunnerTest<Param> {
   }
 
   // Eight rounds: decode batches of 1 to 10 requests (buckets of 4, 8 and 16 leave padded rows)
-  // and mixed batches, with mixed sampling settings, three steps each, every sampled token appended
-  // to its request's output so that the penalty counts grow; graph against eager at every step.
-  // Returns how many steps replayed a graph.
+  // and mixed batches, with mixed sampling settings and, on about a request in three, a logit bias
+  // (some of it on the request's own tokens, which its penalties may list too), three steps each,
+  // every sampled token appended to its request's output so that the penalty counts grow; graph
+  // against eager at every step. Returns how many steps replayed a graph.
   int64_t padded_mixed_rounds_graph_vs_eager(std::mt19937& rng) {
     int64_t replays = 0;
+    std::mt19937 bias_rng(77);  // its own, so that the rest draws what it drew before biases existed
     for (int round = 0; round < 8; ++round) {
       const bool mixed = round % 2 == 1;
       const int64_t batch = 1 + (round * 3) % 10;
@@ -125,6 +128,7 @@ class RunnerSamplingTest : public RunnerTest<Param> {
         const int64_t prompt = 5 + static_cast<int64_t>(rng() % 60) + (chunk > 1 ? chunk : 0);
         requests.push_back(this->request(rng, prompt, chunk > 1 ? 0 : static_cast<int64_t>(rng() % 12), chunk,
                                          mixed_params(rng)));
+        if (bias_rng() % 3 == 0) requests.back().logit_bias = random_logit_bias(bias_rng, requests.back().tokens);
         chunk_lens.push_back(chunk);
       }
       for (int step = 0; step < 3; ++step) {
@@ -142,6 +146,15 @@ class RunnerSamplingTest : public RunnerTest<Param> {
       }
     }
     return replays;
+  }
+
+  // Up to 8 distinct biased tokens, half of them from `tokens`, biases in [-100, 100].
+  std::vector<std::pair<int32_t, float>> random_logit_bias(std::mt19937& rng, const std::vector<int32_t>& tokens) {
+    std::uniform_real_distribution<float> value(-kMaxAbsLogitBias, kMaxAbsLogitBias);
+    std::map<int32_t, float> bias;
+    for (int i = 1 + static_cast<int>(rng() % 8); i > 0; --i)
+      bias[i % 2 ? tokens[rng() % tokens.size()] : static_cast<int32_t>(rng() % this->vocab())] = value(rng);
+    return {bias.begin(), bias.end()};
   }
 
   // The six requests of the raw-logits tests: prompts of 10 + 7i tokens with 6 + i outputs, all

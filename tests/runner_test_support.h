@@ -43,6 +43,7 @@ struct TestRequest {
   std::vector<int32_t> blocks;
   SamplingParams sampling;
   int64_t prompt_len = -1;  // >= 0: tokens[0, prompt_len) are the prompt, the rest the output so far
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   // The next `n` uncomputed tokens as a step chunk, growing blocks as needed.
   ScheduledRequest chunk(int64_t n, BlockPool& pool, int64_t block_size) {
@@ -55,6 +56,7 @@ struct TestRequest {
     const size_t prompt = prompt_len < 0 ? tokens.size() : static_cast<size_t>(prompt_len);
     s.prompt_ids = std::span<const int32_t>(tokens.data(), prompt);
     s.output_ids = std::span<const int32_t>(tokens.data() + prompt, tokens.size() - prompt);
+    s.logit_bias = logit_bias;
     return s;
   }
 };

@@ -194,6 +194,30 @@ TEST(Engine, RefusesRequestsThatCanNeverRun) {
   EXPECT_FALSE(engine.has_unfinished());
 }
 
+TEST(Engine, RefusesBadLogitBiasNamingTheToken) {
+  KvBlockManager kv({32, 4, true});
+  KvModelExecutor executor(32, 4);
+  Engine engine(executor, kv, nullptr, engine_options(64, 4));
+  TraceRequest t{{1, 2, 3}, 2, 0, 0, -1};
+  Collected c;
+  const auto error_with = [&](std::vector<std::pair<int32_t, float>> bias) {
+    RequestSpec spec = spec_of(t, &c);
+    spec.logit_bias = std::move(bias);
+    try {
+      engine.submit(std::move(spec));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(error_with({{kVocab, 1.0f}}).find("token id " + std::to_string(kVocab) + " is outside"), std::string::npos);
+  EXPECT_NE(error_with({{4, 100.5f}}).find("the bias of token 4 is 100.5"), std::string::npos);
+  EXPECT_NE(error_with({{4, std::nanf("")}}).find("the bias of token 4"), std::string::npos);
+  EXPECT_NE(error_with({{4, 1.0f}, {5, 2.0f}, {4, 3.0f}}).find("token id 4 is listed twice"), std::string::npos);
+  EXPECT_FALSE(engine.has_unfinished());
+  EXPECT_EQ(error_with({{4, -100.0f}, {5, 100.0f}}), "accepted");
+}
+
 TEST(Engine, CancelFreesTheBlocksAtOnceAndEndsTheStream) {
   KvBlockManager kv({32, 4, true});
   KvModelExecutor executor(32, 4);

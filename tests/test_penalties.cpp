@@ -38,6 +38,7 @@
 #include "sampling/cpu_sampler.h"
 #include "sampling/sampling_math.h"
 #include "sampling/sampling_params.h"
+#include "penalty_reference.h"
 #include "test_support.h"
 
 namespace fg {
@@ -45,13 +46,13 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using test::History;
+using test::random_history;
+using test::random_logits;
+using test::random_penalties;
+using test::vllm_penalized;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-// One request's history: P and its output.
-struct History {
-  std::vector<int32_t> prompt, output;
-};
 
 // Penalty lists of a batch, built by the runner's builder (only requests with penalties).
 struct Lists {
@@ -82,7 +83,7 @@ struct Lists {
   PenaltyTensors tensors() {
     const int64_t cap = static_cast<int64_t>(original.size());
     return {Tensor(offsets.data(), DType::kI32, {static_cast<int64_t>(offsets.size())}),
-            Tensor(entries.data(), DType::kI32, {cap, 2}), Tensor(original.data(), DType::kF32, {cap})};
+            Tensor(entries.data(), DType::kI32, {cap, 2}), Tensor(original.data(), DType::kF32, {cap}), Tensor()};
   }
 };
 
@@ -115,60 +116,6 @@ std::unique_ptr<HostSamplingBuffers> buffers_of(const std::vector<SamplingParams
   auto b = std::make_unique<HostSamplingBuffers>(static_cast<int64_t>(params.size()));
   for (size_t r = 0; r < params.size(); ++r) b->set(static_cast<int64_t>(r), params[r]);
   return b;
-}
-
-// vLLM's apply_penalties on one row, densely, float for float.
-std::vector<float> vllm_penalized(const float* logits, int64_t vocab, const History& h, const SamplingParams& p) {
-  std::vector<bool> prompt_mask(vocab, false), output_mask(vocab, false);
-  std::vector<int64_t> counts(vocab, 0);
-  for (int32_t t : h.prompt) prompt_mask[t] = true;
-  for (int32_t t : h.output) {
-    output_mask[t] = true;
-    ++counts[t];
-  }
-  std::vector<float> out(logits, logits + vocab);
-  for (int64_t i = 0; i < vocab; ++i) {
-    float l = out[i];
-    const float penalty = prompt_mask[i] || output_mask[i] ? p.repetition_penalty : 1.0f;
-    l = l > 0.0f ? l / penalty : l * penalty;
-    l -= p.frequency_penalty * static_cast<float>(counts[i]);
-    l -= p.presence_penalty * (output_mask[i] ? 1.0f : 0.0f);
-    out[i] = l;
-  }
-  return out;
-}
-
-std::vector<float> random_logits(int64_t rows, int64_t vocab, std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.0f, 3.0f);
-  std::vector<float> logits(static_cast<size_t>(rows * vocab));
-  for (float& v : logits) v = normal(rng);
-  for (int64_t r = 0; r < rows; r += 3)
-    for (int64_t i = r % 7; i < vocab; i += 11) logits[r * vocab + i] = -kInf;  // masked tokens
-  return logits;
-}
-
-History random_history(int64_t vocab, std::mt19937& rng) {
-  History h;
-  std::uniform_int_distribution<int> len(0, 300);
-  // Prompt and output draw from overlapping id ranges, and the output from few ids, so that tokens
-  // repeat and occur in both.
-  const int32_t lo = static_cast<int32_t>(rng() % (vocab / 2));
-  std::uniform_int_distribution<int32_t> prompt_id(lo, static_cast<int32_t>(vocab) - 1);
-  std::uniform_int_distribution<int32_t> output_id(lo, lo + 60);
-  for (int i = len(rng); i > 0; --i) h.prompt.push_back(prompt_id(rng));
-  for (int i = len(rng) / 3; i > 0; --i) h.output.push_back(output_id(rng));
-  return h;
-}
-
-SamplingParams random_penalties(std::mt19937& rng) {
-  SamplingParams p;
-  std::uniform_int_distribution<int> pick(0, 9);
-  std::uniform_real_distribution<float> penalty(-2.0f, 2.0f), repetition(0.1f, 3.0f);
-  const float reps[] = {1.0f, 1.0f, 1.3f, 0.5f, 2.0f};
-  p.repetition_penalty = pick(rng) < 5 ? reps[pick(rng) % 5] : repetition(rng);
-  p.presence_penalty = pick(rng) < 4 ? 0.0f : penalty(rng);
-  p.frequency_penalty = pick(rng) < 4 ? 0.0f : penalty(rng);
-  return p;
 }
 
 using test::error_of;
@@ -285,7 +232,7 @@ TEST(Penalties, BadListsFailNamingTheEntry) {
   std::vector<float> original(4);
   auto run = [&](std::vector<int32_t> offsets, std::vector<int32_t> entries) {
     PenaltyTensors lists{Tensor(offsets.data(), DType::kI32, {3}), Tensor(entries.data(), DType::kI32, {4, 2}),
-                         Tensor(original.data(), DType::kF32, {4})};
+                         Tensor(original.data(), DType::kF32, {4}), Tensor()};
     return error_of([&] { apply_penalties_cpu(t, host->tensors(), lists, nullptr); });
   };
   EXPECT_THAT(run({0, 2, 1}, {1, 1, 2, 1, 3, 1, 4, 1}), HasSubstr("penalty offsets[2] = 1"));

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.h"
 
 namespace fg {
@@ -10,6 +13,7 @@ namespace fg {
 struct Engine::Request {
   SchedRequest sched;  // tokens = prompt + generated
   SamplingParams sampling;
+  std::vector<std::pair<int32_t, float>> logit_bias;
   RequestOutputProcessor output;
   std::function<void(const RequestOutput&)> on_output;
   bool finished = false;
@@ -59,6 +63,7 @@ uint64_t Engine::submit(RequestSpec spec) {
            kv_blocks, kv_.block_size(), prompt_len, max_tokens, kv_.num_usable_blocks());
   spec.sampling.step = 0;
   validate_sampling_params(spec.sampling, 0);
+  validate_logit_bias(spec.logit_bias);
 
   auto request = std::make_shared<Request>(tokenizer_, std::move(spec.stop));
   std::vector<RequestOutput> none;
@@ -66,6 +71,7 @@ uint64_t Engine::submit(RequestSpec spec) {
     std::lock_guard lock(mutex_);
     if (!spec.has_seed) spec.sampling.seed = static_cast<int64_t>(seed_generator_());
     request->sampling = spec.sampling;
+    request->logit_bias = std::move(spec.logit_bias);
     request->on_output = std::move(spec.on_output);
     request->sched.id = next_id_++;
     request->sched.arrival = next_arrival_++;
@@ -76,6 +82,21 @@ uint64_t Engine::submit(RequestSpec spec) {
     stats_.prompt_tokens += prompt_len;
   }
   return request->sched.id;
+}
+
+void Engine::validate_logit_bias(const std::vector<std::pair<int32_t, float>>& bias) const {
+  std::vector<int32_t> tokens;
+  for (const auto& [token, value] : bias) {
+    FG_CHECK(token >= 0 && token < options_.vocab_size, "logit_bias: token id {} is outside the vocabulary of {}",
+             token, options_.vocab_size);
+    FG_CHECK(std::isfinite(value) && std::fabs(value) <= kMaxAbsLogitBias,
+             "logit_bias: the bias of token {} is {}; it must be in [-{}, {}]", token, value, kMaxAbsLogitBias,
+             kMaxAbsLogitBias);
+    tokens.push_back(token);
+  }
+  std::sort(tokens.begin(), tokens.end());
+  const auto twice = std::adjacent_find(tokens.begin(), tokens.end());
+  FG_CHECK(twice == tokens.end(), "logit_bias: token id {} is listed twice", twice == tokens.end() ? 0 : *twice);
 }
 
 bool Engine::cancel(uint64_t id) {
@@ -174,6 +195,7 @@ bool Engine::step() {
       r.prompt_ids = std::span<const int32_t>(s->tokens.data(), static_cast<size_t>(s->num_prompt_tokens));
       r.output_ids = std::span<const int32_t>(s->tokens.data() + s->num_prompt_tokens,
                                               static_cast<size_t>(request.num_generated()));
+      r.logit_bias = request.logit_bias;
       scheduled.push_back(r);
     }
   }

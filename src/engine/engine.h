@@ -124,6 +124,8 @@ class Engine {
 
  private:
   struct Request;
+  // Throws naming the token: ids outside the vocabulary, non-finite or out-of-range biases, repeats.
+  void validate_logit_bias(const std::vector<std::pair<int32_t, float>>& bias) const;
   // Appends the sampled token to a request whose step reached the end of its tokens; returns the
   // delta to stream (finished when a stop condition hit).
   RequestOutput accept_token(Request& request, int32_t token, const TokenLogprobs* logprobs);

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -97,6 +98,15 @@ void check_sampling_rows(const StepLayout& layout, const void* base, const StepS
       expect_equal("penalty_offsets", r + 1, penalty_offsets[r + 1], penalty_offsets[r],
                    "a request without penalties has an empty list");
   }
+  // The logit-bias lists follow every penalty entry.
+  const int32_t* bias_offsets = layout.at<int32_t>(base, StepField::kLogitBiasOffsets);
+  expect_equal("logit_bias_offsets", 0, bias_offsets[0], penalty_offsets[num_reqs],
+               "the logit-bias entries start after the penalty entries");
+  for (int64_t r = 0; r < num_reqs; ++r)
+    FG_CHECK(bias_offsets[r + 1] >= bias_offsets[r] && bias_offsets[r + 1] <= layout.penalty_capacity,
+             "checked mode: logit_bias_offsets[{}] = {}, expected a value in [logit_bias_offsets[{}] = {}, {}] "
+             "(offsets never decrease and stay within max_penalty_entries)",
+             r + 1, bias_offsets[r + 1], r, bias_offsets[r], layout.penalty_capacity);
 }
 
 // The padded region of every field, exactly as the step table declares.
@@ -110,21 +120,34 @@ void check_padding(const StepLayout& layout, const void* base, const StepShape& 
                         });
 }
 
-// The penalty lists' entries: in-vocabulary tokens, listed once per row, with valid counts.
+// The penalty and logit-bias lists' entries: in-vocabulary tokens, listed once per row and list,
+// with valid counts and biases.
 void check_penalty_entries(const StepLayout& layout, const void* base, const StepShape& shape,
                            const InputCheckLimits& limits) {
   const int32_t* penalty_offsets = layout.at<int32_t>(base, StepField::kPenaltyOffsets);
+  const int32_t* bias_offsets = layout.at<int32_t>(base, StepField::kLogitBiasOffsets);
   const int32_t* entries = layout.at<int32_t>(base, StepField::kPenaltyEntries);
-  // [V] (only when some row has a list): the last row that listed each token.
-  std::vector<int64_t> listed_in(penalty_offsets[shape.num_reqs] > 0 ? static_cast<size_t>(limits.vocab_size) : 0, -1);
+  // [V] (only when some row has a list): the last (row, list) that listed each token.
+  std::vector<int64_t> listed_in(bias_offsets[shape.num_reqs] > 0 ? static_cast<size_t>(limits.vocab_size) : 0, -1);
   for (int64_t r = 0; r < shape.num_reqs; ++r) {
     for (int64_t e = penalty_offsets[r]; e < penalty_offsets[r + 1]; ++e) {
       const int32_t token = entries[2 * e], count = entries[2 * e + 1];
       expect_range("penalty_entries.token", e, token, 0, limits.vocab_size, "a token id");
       expect_range("penalty_entries.count", e, count, 0, int64_t{1} << 31, "an output count");
-      FG_CHECK(listed_in[token] != r, "checked mode: penalty_entries.token[{}] = {} is listed twice for request {}",
+      FG_CHECK(listed_in[token] != 2 * r, "checked mode: penalty_entries.token[{}] = {} is listed twice for request {}",
                e, token, r);
-      listed_in[token] = r;
+      listed_in[token] = 2 * r;
+    }
+    for (int64_t e = bias_offsets[r]; e < bias_offsets[r + 1]; ++e) {
+      const int32_t token = entries[2 * e];
+      const float bias = std::bit_cast<float>(entries[2 * e + 1]);
+      expect_range("penalty_entries.token", e, token, 0, limits.vocab_size, "a token id of a logit bias");
+      FG_CHECK(std::isfinite(bias) && std::fabs(bias) <= kMaxAbsLogitBias,
+               "checked mode: penalty_entries.bias[{}] = {}, expected a logit bias in [-{}, {}]", e, bias,
+               kMaxAbsLogitBias, kMaxAbsLogitBias);
+      FG_CHECK(listed_in[token] != 2 * r + 1,
+               "checked mode: penalty_entries.token[{}] = {} is biased twice for request {}", e, token, r);
+      listed_in[token] = 2 * r + 1;
     }
   }
 }

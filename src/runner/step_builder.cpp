@@ -3,6 +3,7 @@
 #include "runner/step_builder.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "core/error.h"
 
@@ -65,6 +66,28 @@ void stage_request(const ScheduledRequest& req, int64_t r, const StepLayout& lay
   std::fill(row + req.block_ids.size(), row + B, static_cast<int32_t>(contract.block_table_fill));
 }
 
+// The logit-bias lists, after every penalty entry: (token, bias as F32 bits), CSR over the requests.
+void stage_logit_bias(const std::vector<ScheduledRequest>& requests, const StepLayout& layout, void* base,
+                      StagedStep& staged) {
+  int32_t* offsets = layout.at<int32_t>(base, StepField::kLogitBiasOffsets);
+  int32_t* entries = layout.at<int32_t>(base, StepField::kPenaltyEntries);
+  offsets[0] = static_cast<int32_t>(staged.penalty_entries);
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const auto& bias = requests[r].logit_bias;
+    FG_CHECK(staged.penalty_entries + static_cast<int64_t>(bias.size()) <= layout.penalty_capacity,
+             "the step's penalty and logit-bias lists need at least {} entries (up to request {}'s logit bias), more "
+             "than RunnerOptions::max_penalty_entries = {}; raise max_penalty_entries or schedule fewer such "
+             "requests per step",
+             staged.penalty_entries + static_cast<int64_t>(bias.size()), r, layout.penalty_capacity);
+    for (const auto& [token, value] : bias) {
+      entries[2 * staged.penalty_entries] = token;
+      entries[2 * staged.penalty_entries + 1] = std::bit_cast<int32_t>(value);
+      ++staged.penalty_entries;
+    }
+    offsets[r + 1] = static_cast<int32_t>(staged.penalty_entries);
+  }
+}
+
 // Request r's sampling parameters, one row of every sampling field.
 void stage_sampling(const SamplingParams& params, int64_t r, const StepLayout& layout, void* base) {
   for (size_t i = 0; i < kSamplingFields.size(); ++i)
@@ -114,6 +137,7 @@ StagedStep stage_step(const std::vector<ScheduledRequest>& requests, const StepL
     }
     penalty_offsets[r + 1] = static_cast<int32_t>(staged.penalty_entries);
   }
+  stage_logit_bias(requests, layout, base, staged);
   // The padded region, exactly as the table declares.
   for_each_padded_field(layout, shape, contract, base,
                         [](const StepFieldSpec&, auto* data, int64_t real, int64_t all, auto value) {
@@ -133,6 +157,7 @@ DeviceStep upload_step(Backend& backend, const std::vector<ScheduledRequest>& re
     if (sp.has_penalties())
       penalty_entries += builder.collect(requests[r].prompt_ids, requests[r].output_ids, sp.repetition_penalty != 1.0f,
                                          static_cast<int64_t>(r));
+    penalty_entries += static_cast<int64_t>(requests[r].logit_bias.size());
   }
   DeviceStep step;
   step.layout = StepLayout::make(shape.num_tokens, shape.num_reqs, max_blocks_per_seq, penalty_entries,

@@ -26,7 +26,7 @@ StepShape step_shape(const std::vector<ScheduledRequest>& requests);
 
 // What stage_step wrote beyond the layout's fixed fields.
 struct StagedStep {
-  int64_t penalty_entries = 0;  // list entries used (all rows)
+  int64_t penalty_entries = 0;  // list entries used (all rows): penalties, then logit biases
   bool any_logprobs = false;    // some real row has num_logprobs >= 0
   size_t copy_bytes = 0;        // layout.copy_bytes(penalty_entries): the one copy to make
 };

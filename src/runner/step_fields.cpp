@@ -53,6 +53,8 @@ std::array<StepFieldSpec, kNumStepFields> make_step_fields() {
                                          &PaddingContract::block_table_fill);
   at(StepField::kPenaltyOffsets) = penalty("penalty_offsets",            kRequestOffsets, kRepeatLast,
                                          "padded rows have empty lists", &PenaltyTensors::offsets);
+  at(StepField::kLogitBiasOffsets) = penalty("logit_bias_offsets",       kRequestOffsets, kRepeatLast,
+                                         "padded rows have no logit bias", &PenaltyTensors::bias_offsets);
   at(StepField::kPenaltyEntries) = penalty("penalty_entries",            kPenaltyEntries, kUnpadded, "",
                                          &PenaltyTensors::entries);
   // clang-format on

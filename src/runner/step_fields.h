@@ -23,6 +23,7 @@ namespace fg {
 
 // Every field of a step, in layout order. The penalty entries come last: a step copies the layout
 // only as far as the entries it uses, so a step without penalties does not pay for their capacity.
+// They hold the penalty lists, then the logit-bias lists (sampling_params.h, PenaltyTensors).
 enum class StepField : uint8_t {
   kInputIds,
   kPositions,
@@ -32,6 +33,7 @@ enum class StepField : uint8_t {
   kLogitsIndices,
   kBlockTable,
   kPenaltyOffsets,
+  kLogitBiasOffsets,
   kFirstSampling,  // kSamplingFields[i] is field kFirstSampling + i
   kPenaltyEntries = kFirstSampling + kSamplingFields.size(),
 };

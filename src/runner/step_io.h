@@ -25,6 +25,9 @@ struct ScheduledRequest {
   // only when repetition_penalty != 1.
   std::span<const int32_t> prompt_ids;
   std::span<const int32_t> output_ids;
+  // The request's logit bias (sampling_params.h, item 0): distinct tokens, finite biases in
+  // [-kMaxAbsLogitBias, kMaxAbsLogitBias].
+  std::span<const std::pair<int32_t, float>> logit_bias;
   // Logits for every query token, not only the last: for reference runs that read the model's
   // logits at every position (upload_step); a sampled step takes one row per request.
   bool all_logits = false;

@@ -80,9 +80,18 @@ void sampled_logprobs_cpu(const Tensor& logits, const Tensor& ids, const Samplin
       FG_CHECK(offsets[r] >= 0 && offsets[r] <= offsets[r + 1] && offsets[r + 1] <= capacity,
                "sampled_logprobs: penalty offsets[{}..{}] = {}..{} are not a range within the capacity {}", r, r + 1,
                offsets[r], offsets[r + 1], capacity);
+      // The raw logit: saved by its bias entry, which ran first; else by its penalty entry; else
+      // untouched in the logits.
       float raw = logits.as<const float>()[r * vocab + token];
       for (int64_t e = offsets[r]; e < offsets[r + 1]; ++e)
         if (entries[2 * e] == token) raw = penalties.original.as<const float>()[e];
+      if (const int32_t* bias = penalties.bias_offsets.as<const int32_t>()) {
+        FG_CHECK(bias[r] >= 0 && bias[r] <= bias[r + 1] && bias[r + 1] <= capacity,
+                 "sampled_logprobs: logit-bias offsets[{}..{}] = {}..{} are not a range within the capacity {}", r,
+                 r + 1, bias[r], bias[r + 1], capacity);
+        for (int64_t e = bias[r]; e < bias[r + 1]; ++e)
+          if (entries[2 * e] == token) raw = penalties.original.as<const float>()[e];
+      }
       out.sampled.as<float>()[r] = sampling::token_logprob(raw, out.logit_max.as<const float>()[r],
                                                            static_cast<uint64_t>(out.mass.as<const int64_t>()[r]));
     }

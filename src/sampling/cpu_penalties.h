@@ -9,8 +9,10 @@
 
 namespace fg {
 
-// In place on logits F32 [m, V] (host): for every entry e of row r < m, original[e] = the logit of
-// its token, then the logit becomes penalized_logit(...) with row r's penalties. Fails naming the
+// In place on logits F32 [m, V] (host): for every logit-bias entry e of row r < m, original[e] = the
+// logit of its token, then the logit becomes biased_logit(...); then for every penalty entry e of
+// row r, original[e] = the logit of its token, then the logit becomes penalized_logit(...) with
+// row r's penalties. Fails naming the
 // row, entry and value on offsets that decrease or pass the capacity, tokens outside [0, V),
 // negative counts and out-of-range penalties (a token listed twice in a row is caught by checked
 // mode, runner/input_check.h, not here). Rows run in parallel on `pool` (nullptr: serially).

@@ -221,6 +221,11 @@ FG_SAMPLING_HD float penalized_logit(float logit, float repetition, float freque
   return l;
 }
 
+// A logit-bias entry's (token, bias bits) applied: the biased logit, one rounding (item 0).
+FG_SAMPLING_HD float biased_logit(float logit, int32_t bias_bits) {
+  return fadd(logit, bits_float(static_cast<uint32_t>(bias_bits)));
+}
+
 // The order of top logprobs as one integer, larger = earlier: the logit's float_key in the high
 // word (-0 counted as +0 so that the two tie; NaN as 0, below float_key(-inf) = 0x007fffff), the
 // complement of the id in the low word (ties go to the lower id). Distinct ids give distinct

@@ -64,6 +64,8 @@ void check_logits(const Tensor& logits, const char* op, Device device) {
 
 void check_lists(const PenaltyTensors& penalties, const char* op, int64_t rows, Device device) {
   check_rows(penalties.offsets, op, "penalty offsets", DType::kI32, rows + 1, device);
+  if (penalties.bias_offsets.data != nullptr)
+    check_rows(penalties.bias_offsets, op, "logit-bias offsets", DType::kI32, rows + 1, device);
   FG_CHECK(penalties.entries.rank == 2 && penalties.entries.dim(1) == 2 && penalties.entries.dtype == DType::kI32,
            "{}: penalty entries must be I32 [capacity, 2], got {} {}", op, dtype_name(penalties.entries.dtype),
            penalties.entries.shape_string());

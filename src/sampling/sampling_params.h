@@ -6,7 +6,11 @@
 // Semantics, for row r with RAW logits L[0..V) (F32, the model's) and the parameters of row r. Every
 // float operation is the one of sampling/sampling_math.h, so each value below is defined to the bit:
 //
-//  0. Penalties (vLLM v1's apply_penalties; all three off by default). With rp = repetition_penalty,
+//  0. Logit bias, then penalties. First, for each (t, b) of the request's logit_bias (OpenAI's; distinct
+//     tokens, finite b in [-100, 100]): L_t becomes L_t + b (one fp32 rounding), as vLLM applies its
+//     logit-bias processor before the penalties; the rest of item 0 and items 1-3 read these biased
+//     values as L. Item 4 does not: logprobs stay those of the raw logits.
+//     Penalties (vLLM v1's apply_penalties; all three off by default). With rp = repetition_penalty,
 //     pp = presence_penalty, fp = frequency_penalty, P = the set of tokens of the request's prompt,
 //     c_t = the number of occurrences of token t in the request's output (every token it generated
 //     so far, as a float; exact below 2^24), the logits l that items 1-3 read are:
@@ -114,6 +118,9 @@ inline constexpr int32_t kMaxLogprobs = 20;
 // The bounds of presence_penalty and frequency_penalty (OpenAI's and vLLM's).
 inline constexpr float kMaxAbsPenalty = 2.0f;
 
+// The bound of a logit bias (OpenAI's).
+inline constexpr float kMaxAbsLogitBias = 100.0f;
+
 // Below this a temperature is refused rather than silently treated as greedy (vLLM's sampler
 // switches to greedy under 1e-5); callers that want greedy say 0.
 inline constexpr float kMinSamplingTemperature = 1e-5f;
@@ -144,10 +151,18 @@ struct SamplingTensors {
 // when repetition_penalty == 1, where prompt-only tokens keep their value. Interleaving (token, count)
 // keeps the used part of the list one contiguous prefix, so the runner copies only what a step uses.
 // A row whose request has no penalties has an empty list (the ops never read its parameters).
+//
+// The logit-bias lists (item 0) share the entries: row r's are entries [bias_offsets[r],
+// bias_offsets[r + 1]), each (token, bias as the bits of an F32), all of them after every penalty
+// entry, so that a step still copies one used prefix of the entries. apply_penalties adds a row's
+// biases before it penalizes, saving each biased token's raw logit in `original` too;
+// sampled_logprobs then takes a token's raw logit from its bias entry first (its penalty entry, if
+// any, saved the biased value). bias_offsets undefined: no row has a bias.
 struct PenaltyTensors {
-  Tensor offsets;   // I32 [rows + 1]: offsets[0] = 0, non-decreasing, offsets[rows] <= capacity
-  Tensor entries;   // I32 [capacity, 2]: (token id in [0, V), output count >= 0)
-  Tensor original;  // F32 [capacity]: written by apply_penalties: the raw logit of each entry
+  Tensor offsets;       // I32 [rows + 1]: offsets[0] = 0, non-decreasing, offsets[rows] <= capacity
+  Tensor entries;       // I32 [capacity, 2]: (token id in [0, V), output count >= 0), then the biases
+  Tensor original;      // F32 [capacity]: written by apply_penalties: the raw logit of each entry
+  Tensor bias_offsets;  // I32 [rows + 1]: non-decreasing, from offsets[rows] to at most capacity
 };
 
 // Logprob outputs of rows with num_logprobs >= 0 (other rows are neither read nor written).

@@ -13,12 +13,14 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
@@ -46,8 +48,36 @@ struct Batch {
   int64_t rows = 0, vocab = 0, capacity = 0;
   std::vector<float> logits;                 // [rows, vocab], raw
   std::vector<SamplingParams> params;        // [rows]
-  std::vector<int32_t> offsets, entries;     // [rows + 1], [capacity, 2]
+  std::vector<int32_t> offsets, entries;     // [rows + 1], [capacity, 2]: penalties, then biases
+  std::vector<int32_t> bias_offsets;         // [rows + 1]: the logit-bias lists in entries
 };
+
+// Logit-bias lists for the rows of `b` after its penalty entries in `used`: about a row in three,
+// up to 12 distinct tokens each, half of them from the row's penalty list (so that a token biased
+// and penalized shows the order), biases anywhere in [-100, 100]. Its own generator, so that the
+// rest of the batch draws what it drew before biases existed.
+void add_logit_bias(Batch& b, std::vector<int32_t>& used, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> value(-kMaxAbsLogitBias, kMaxAbsLogitBias);
+  b.bias_offsets.push_back(static_cast<int32_t>(used.size() / 2));
+  for (int64_t r = 0; r < b.rows; ++r) {
+    std::set<int32_t> tokens;
+    if (rng() % 3 == 0) {
+      const int n = 1 + static_cast<int>(rng() % 12);
+      for (int i = 0; i < n; ++i) {
+        const int32_t first = b.offsets[r], last = b.offsets[r + 1];
+        const bool listed = i % 2 == 0 && last > first;
+        tokens.insert(listed ? used[2 * (first + static_cast<int32_t>(rng() % (last - first)))]
+                             : static_cast<int32_t>(rng() % b.vocab));
+      }
+    }
+    for (int32_t t : tokens) {
+      used.push_back(t);
+      used.push_back(std::bit_cast<int32_t>(value(rng)));
+    }
+    b.bias_offsets.push_back(static_cast<int32_t>(used.size() / 2));
+  }
+}
 
 // Logits like a model's (as test_sampling_gpu.cpp makes them), mixed sampling settings with
 // penalties on about two rows in three, logprob counts from -1 to 20, and penalty lists built by
@@ -105,6 +135,7 @@ Batch random_batch(int64_t rows, int64_t vocab, std::mt19937& rng, int64_t spare
     }
     b.offsets.push_back(static_cast<int32_t>(used.size() / 2));
   }
+  add_logit_bias(b, used, static_cast<uint32_t>(rows * 7919 + vocab));
   b.capacity = static_cast<int64_t>(used.size() / 2) + spare;
   b.entries = used;
   b.entries.resize(static_cast<size_t>(2 * b.capacity), 7);  // unused entries: a valid-looking token
@@ -130,11 +161,12 @@ CpuRun run_cpu(const Batch& b, ThreadPool& pool) {
   o.ids.assign(b.rows, -1);
   HostSamplingBuffers host(b.rows);
   for (int64_t r = 0; r < b.rows; ++r) host.set(r, b.params[r]);
-  std::vector<int32_t> offsets = b.offsets, entries = b.entries;
+  std::vector<int32_t> offsets = b.offsets, entries = b.entries, bias_offsets = b.bias_offsets;
   const Tensor logits(o.logits.data(), DType::kF32, {b.rows, b.vocab});
   const PenaltyTensors lists{Tensor(offsets.data(), DType::kI32, {b.rows + 1}),
                              Tensor(entries.data(), DType::kI32, {b.capacity, 2}),
-                             Tensor(o.original.data(), DType::kF32, {b.capacity})};
+                             Tensor(o.original.data(), DType::kF32, {b.capacity}),
+                             Tensor(bias_offsets.data(), DType::kI32, {b.rows + 1})};
   LogprobTensors out;
   out.logit_max = Tensor(o.logit_max.data(), DType::kF32, {b.rows});
   out.mass = Tensor(o.mass.data(), DType::kI64, {b.rows});
@@ -155,7 +187,7 @@ struct DeviceRun {
   CudaBackend& gpu;
   int64_t padded;
   std::vector<std::shared_ptr<void>> keep;
-  Tensor logits, ids, offsets, entries, original;
+  Tensor logits, ids, offsets, entries, original, bias_offsets;
   SamplingTensors params;
   LogprobTensors out;
 
@@ -163,6 +195,7 @@ struct DeviceRun {
     logits = alloc(DType::kF32, {padded, vocab});
     ids = alloc(DType::kI32, {padded});
     offsets = alloc(DType::kI32, {padded + 1});
+    bias_offsets = alloc(DType::kI32, {padded + 1});
     entries = alloc(DType::kI32, {capacity, 2});
     original = alloc(DType::kF32, {capacity});
     params.temperature = alloc(DType::kF32, {padded});
@@ -195,6 +228,9 @@ struct DeviceRun {
     std::vector<int32_t> host_offsets(static_cast<size_t>(padded + 1), b.offsets.back());
     std::copy(b.offsets.begin(), b.offsets.end(), host_offsets.begin());
     gpu_test::upload(offsets, host_offsets);
+    std::vector<int32_t> host_bias(static_cast<size_t>(padded + 1), b.bias_offsets.back());
+    std::copy(b.bias_offsets.begin(), b.bias_offsets.end(), host_bias.begin());
+    gpu_test::upload(bias_offsets, host_bias);
     gpu_test::upload(entries, b.entries);
     HostSamplingBuffers host(padded);  // padded rows neutral
     for (int64_t r = 0; r < b.rows; ++r) host.set(r, b.params[r]);
@@ -217,7 +253,7 @@ struct DeviceRun {
   // The four ops of a step over the first `rows` rows.
   void enqueue(int64_t rows) {
     const Tensor l = logits.rows(0, rows), i = ids.rows(0, rows);
-    const PenaltyTensors lists{offsets.rows(0, rows + 1), entries, original};
+    const PenaltyTensors lists{offsets.rows(0, rows + 1), entries, original, bias_offsets.rows(0, rows + 1)};
     LogprobTensors o = out;
     o.logit_max = out.logit_max.rows(0, rows);
     o.mass = out.mass.rows(0, rows);
@@ -256,9 +292,9 @@ uint32_t bits(float f) {
 std::pair<int64_t, int64_t> expect_same(const Batch& b, const CpuRun& gpu, const CpuRun& cpu, const std::string& what) {
   EXPECT_EQ(std::memcmp(gpu.logits.data(), cpu.logits.data(), cpu.logits.size() * 4), 0)
       << what << ": penalized logits differ";
-  for (int64_t e = 0; e < b.offsets[b.rows]; ++e)
+  for (int64_t e = 0; e < b.bias_offsets[b.rows]; ++e)
     EXPECT_TRUE(same_bits(gpu.original[e], cpu.original[e])) << what << ": saved raw logit of entry " << e;
-  for (int64_t e = b.offsets[b.rows]; e < b.capacity; ++e)
+  for (int64_t e = b.bias_offsets[b.rows]; e < b.capacity; ++e)
     EXPECT_EQ(bits(gpu.original[e]), kPoison) << what << ": entry " << e << " past the lists was written";
   int64_t sampled = 0, same = 0;
   for (int64_t r = 0; r < b.rows; ++r) {

@@ -38,6 +38,7 @@ void CudaBackend::apply_penalties(const Tensor& logits, const SamplingTensors& p
   a.frequency_penalty = params.frequency_penalty.as<const float>();
   a.offsets = penalties.offsets.as<const int32_t>();
   a.entries = penalties.entries.as<const int32_t>();
+  a.bias_offsets = penalties.bias_offsets.as<const int32_t>();
   a.capacity = penalties.entries.dim(0);
   a.original = penalties.original.as<float>();
   cuda::launch_apply_penalties(a, stream_);
@@ -56,6 +57,7 @@ void CudaBackend::sampled_logprobs(const Tensor& logits, const Tensor& ids, cons
   a.num_logprobs = params.num_logprobs.as<const int32_t>();
   a.offsets = penalties.offsets.as<const int32_t>();
   a.entries = penalties.entries.as<const int32_t>();
+  a.bias_offsets = penalties.bias_offsets.as<const int32_t>();
   a.capacity = penalties.entries.dim(0);
   a.original = penalties.original.as<const float>();
   a.logit_max = out.logit_max.as<const float>();

@@ -95,20 +95,30 @@ __global__ void __launch_bounds__(kThreads) raw_logprobs_kernel(RawLogprobKernel
   }
 }
 
+// The entry of `token` in entries [first, last) (clamped to the capacity) into *found; tokens of a
+// list are distinct, so at most one thread writes.
+__device__ __forceinline__ void find_entry(const int2* entries, int64_t first, int64_t last, int64_t capacity,
+                                           int32_t token, int* found) {
+  const int64_t begin = first < 0 ? 0 : first, end = last > capacity ? capacity : last;
+  for (int64_t e = begin + threadIdx.x; e < end; e += kSampledThreads)
+    if (entries[e].x == token) *found = static_cast<int>(e);
+}
+
 __global__ void __launch_bounds__(kSampledThreads) sampled_logprobs_kernel(SampledLogprobKernelArgs a) {
-  __shared__ int found;
+  __shared__ int found_penalty, found_bias;
   const int64_t row = blockIdx.x;
   if (a.num_logprobs[row] < 0) return;
   const int32_t token = a.ids[row];
-  if (threadIdx.x == 0) found = -1;
+  if (threadIdx.x == 0) found_penalty = found_bias = -1;
   __syncthreads();
-  const int64_t first = a.offsets[row], last = a.offsets[row + 1];
-  const int64_t begin = first < 0 ? 0 : first, end = last > a.capacity ? a.capacity : last;
   const int2* entries = reinterpret_cast<const int2*>(a.entries);
-  for (int64_t e = begin + threadIdx.x; e < end; e += kSampledThreads)
-    if (entries[e].x == token) found = static_cast<int>(e);  // tokens of a list are distinct
+  find_entry(entries, a.offsets[row], a.offsets[row + 1], a.capacity, token, &found_penalty);
+  if (a.bias_offsets != nullptr)
+    find_entry(entries, a.bias_offsets[row], a.bias_offsets[row + 1], a.capacity, token, &found_bias);
   __syncthreads();
   if (threadIdx.x == 0) {
+    // The raw logit: saved by the bias entry, which ran first; else by the penalty entry.
+    const int found = found_bias >= 0 ? found_bias : found_penalty;
     const bool in_vocab = token >= 0 && token < a.vocab;
     const float raw = found >= 0 ? a.original[found]
                       : in_vocab   ? a.logits[row * a.vocab + token]

@@ -43,6 +43,7 @@ struct SampledLogprobKernelArgs {
   const int32_t* num_logprobs = nullptr;  // [>= rows]
   const int32_t* offsets = nullptr;       // [rows + 1]: the penalty lists
   const int32_t* entries = nullptr;       // [capacity, 2], 8-byte aligned
+  const int32_t* bias_offsets = nullptr;  // [rows + 1] or null: the logit-bias lists
   int64_t capacity = 0;
   const float* original = nullptr;   // [capacity]
   const float* logit_max = nullptr;  // [rows]

@@ -26,8 +26,9 @@ struct PenaltyKernelArgs {
   const float* frequency_penalty = nullptr;   // [>= rows]
   const int32_t* offsets = nullptr;           // [rows + 1]
   const int32_t* entries = nullptr;           // [capacity, 2]: (token, output count), 8-byte aligned
+  const int32_t* bias_offsets = nullptr;      // [rows + 1] or null: the logit-bias lists, (token, bias bits)
   int64_t capacity = 0;
-  float* original = nullptr;  // [capacity]: the raw logit of each applied entry
+  float* original = nullptr;  // [capacity]: the logit of each applied entry before it (biases: the raw one)
 };
 void launch_apply_penalties(const PenaltyKernelArgs& args, cudaStream_t stream);
 
