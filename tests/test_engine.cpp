@@ -174,6 +174,42 @@ TEST(Scheduler, PreemptsTheNewestRequestWhenBlocksRunOut) {
   kv.check_invariants();
 }
 
+// vLLM's priority policy: waiting requests are admitted by (priority, arrival), and when blocks run
+// out the running request last in that order is preempted, however old it is; under first come,
+// first served the priorities are ignored.
+TEST(Scheduler, PriorityPolicyAdmitsAndPreemptsByPriority) {
+  for (const SchedulingPolicy policy : {SchedulingPolicy::kPriority, SchedulingPolicy::kFcfs}) {
+    const bool by_priority = policy == SchedulingPolicy::kPriority;
+    KvBlockManager kv({4, 4, false});  // 3 usable blocks of 4 tokens
+    Scheduler scheduler({64, 2, policy}, kv);
+    SchedRequest a = prompt_request(1, 0, 4, 1), b = prompt_request(2, 1, 4, 2), c = prompt_request(3, 2, 4, 3);
+    a.priority = 5;  // the oldest, and the least urgent
+    b.priority = 0;
+    c.priority = -1;
+    scheduler.add(&a);
+    SchedulerOutput s1 = scheduler.schedule();  // a alone
+    ASSERT_EQ(s1.chunks.size(), 1u);
+    scheduler.finish_step(s1);
+    scheduler.add(&b);
+    scheduler.add(&c);
+    a.tokens.push_back(7);
+    SchedulerOutput s2 = scheduler.schedule();  // a's decode, and one of b and c (two requests at most)
+    ASSERT_EQ(s2.chunks.size(), 2u);
+    EXPECT_EQ(s2.chunks[1].request, by_priority ? &c : &b);
+    scheduler.finish_step(s2);
+    SchedRequest& admitted = *s2.chunks[1].request;
+    a.tokens.push_back(7);  // a needs a second block, and the newcomer one more: 4 of 3
+    admitted.tokens.push_back(7);
+    admitted.tokens.push_back(7);
+    admitted.tokens.push_back(7);
+    admitted.tokens.push_back(7);
+    SchedulerOutput s3 = scheduler.schedule();
+    ASSERT_FALSE(s3.preempted.empty());
+    EXPECT_EQ(s3.preempted[0], by_priority ? a.id : admitted.id) << "the running request last in the order goes";
+    kv.check_invariants();
+  }
+}
+
 TEST(Engine, RefusesRequestsThatCanNeverRun) {
   KvBlockManager kv({5, 4, true});  // 16 tokens of KV
   KvModelExecutor executor(5, 4);

@@ -51,6 +51,11 @@ void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
                "Reuse the KV blocks of shared prompt prefixes (on by default)");
   cmd.add_flag("--batch-invariant", o.batch_invariant,
                "Make each request's tokens independent of what it is batched with (GPU: slower prefill)");
+  cmd.add_option("--scheduling-policy", o.scheduling_policy,
+                 "fcfs (first come, first served) | priority (a request's lower `priority` runs first and is "
+                 "preempted last)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fcfs", "priority"}));
   cmd.add_option("--seed", o.seed, "Seed of the per-request seeds of requests that give none")->capture_default_str();
   cmd.add_flag("!--no-progress", o.progress, "No progress lines on stderr (graph capture, batches)");
 }
@@ -190,6 +195,7 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   EngineOptions eo;
   eo.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
   eo.scheduler.max_num_seqs = max_seqs;
+  eo.scheduler.policy = parse_scheduling_policy(o.scheduling_policy);
   eo.max_model_len = max_model_len;
   eo.vocab_size = c.vocab_size;
   eo.eos_token_ids = s->eos_token_ids;

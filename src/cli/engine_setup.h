@@ -40,6 +40,7 @@ struct EngineSetupOptions {
   double cpu_kv_cache_gib = 2.0;          // CPU: KV budget when --kv-cache-blocks is not given
   bool enable_prefix_caching = true;
   bool batch_invariant = false;  // Backend::set_batch_invariant
+  std::string scheduling_policy = "fcfs";  // fcfs | priority (vLLM's)
   uint64_t seed = 0;
   bool progress = true;  // progress lines on stderr (graph capture, batches)
 };

@@ -75,6 +75,7 @@ uint64_t Engine::submit(RequestSpec spec) {
     request->on_output = std::move(spec.on_output);
     request->sched.id = next_id_++;
     request->sched.arrival = next_arrival_++;
+    request->sched.priority = spec.priority;
     request->sched.tokens = std::move(spec.prompt);
     request->sched.num_prompt_tokens = prompt_len;
     requests_.emplace(request->sched.id, request);

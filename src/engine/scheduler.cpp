@@ -13,9 +13,26 @@ Scheduler::Scheduler(SchedulerConfig config, KvBlockManager& kv) : config_(confi
   FG_CHECK(config_.max_num_seqs >= 1, "scheduler: max_num_seqs must be positive, got {}", config_.max_num_seqs);
 }
 
+SchedulingPolicy parse_scheduling_policy(const std::string& name) {
+  if (name == "fcfs") return SchedulingPolicy::kFcfs;
+  if (name == "priority") return SchedulingPolicy::kPriority;
+  fail("unknown scheduling policy '{}' (expected fcfs or priority)", name);
+}
+
+bool Scheduler::before(const SchedRequest* a, const SchedRequest* b) const {
+  if (config_.policy == SchedulingPolicy::kPriority && a->priority != b->priority) return a->priority < b->priority;
+  return a->arrival < b->arrival;
+}
+
 void Scheduler::add(SchedRequest* request) {
   FG_ASSERT(request != nullptr && !request->tokens.empty());
-  waiting_.push_back(request);
+  if (config_.policy == SchedulingPolicy::kFcfs) {
+    waiting_.push_back(request);  // arrivals only grow
+    return;
+  }
+  waiting_.insert(std::upper_bound(waiting_.begin(), waiting_.end(), request,
+                                   [this](const SchedRequest* a, const SchedRequest* b) { return before(a, b); }),
+                  request);
 }
 
 void Scheduler::remove(SchedRequest* request) {
@@ -27,7 +44,7 @@ void Scheduler::remove(SchedRequest* request) {
 
 void Scheduler::insert_running(SchedRequest* request) {
   auto at = std::upper_bound(running_.begin(), running_.end(), request,
-                             [](const SchedRequest* a, const SchedRequest* b) { return a->arrival < b->arrival; });
+                             [this](const SchedRequest* a, const SchedRequest* b) { return before(a, b); });
   running_.insert(at, request);
   request->running = true;
 }
@@ -39,7 +56,11 @@ void Scheduler::preempt(SchedRequest* request) {
   request->num_computed = 0;
   ++request->num_preemptions;
   ++num_preemptions_;
-  waiting_.push_front(request);
+  if (config_.policy == SchedulingPolicy::kFcfs) {
+    waiting_.push_front(request);
+  } else {
+    add(request);
+  }
 }
 
 SchedulerOutput Scheduler::schedule() {
