@@ -285,7 +285,8 @@ int main() {
   unsigned* counters = nullptr;  // [barrier, sink]
   const int64_t max_phases = 16 * 5;
   CHECK(cudaMalloc(&data, static_cast<size_t>(most_bytes)));
-  CHECK(cudaMalloc(&offsets, (max_phases + 1) * sizeof(int64_t)));
+  // [0, total] of the one-read row, then the phase offsets [max_phases + 1].
+  CHECK(cudaMalloc(&offsets, (2 + max_phases + 1) * sizeof(int64_t)));
   CHECK(cudaMalloc(&counters, 2 * sizeof(unsigned)));
   fill_kernel<<<8 * sms, 256, 0, stream>>>(data, most_bytes / 4);
   CHECK(cudaGetLastError());
