@@ -1,8 +1,9 @@
-// tests/test_cli_vllm.cpp — the command line as a vLLM user writes it: models named ORG/NAME
-// found in the Hugging Face cache (--revision), missing model folders named as such,
-// --tokenizer, --chat-template (file or inline), --dtype, --generation-config.
+// tests/test_cli_vllm.cpp — the command line as a vLLM user writes it: `serve MODEL`, models
+// named ORG/NAME found in the Hugging Face cache (--revision), missing model folders named as
+// such, --tokenizer, --chat-template (file or inline), --dtype, --generation-config,
+// --max-logprobs.
 // Most cases run the built executable; option logic without a visible effect on the CPU (the
-// CUDA --dtype refusal, generation_config.json's eos ids) is called directly.
+// CUDA --dtype refusal, generation_config.json's eos ids, the stats line) is called directly.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include "cli/dtype_option.h"
 #include "cli/engine_setup.h"
 #include "cli/model_source.h"
+#include "cli/stats_logger.h"
 #include "cli_run.h"
 #include "model/model_path.h"
 #include "test_support.h"
@@ -66,6 +68,22 @@ struct E2eModel {
   }
   std::string tokenizer() const { return test::tokenizer_dir("qwen3"); }
 };
+
+TEST(CliVllm, ServeTakesTheModelAsAPositionalArgument) {
+  // The positional model is taken: the failure is the folder's, reported after the listen.
+  CliRun missing = run_fullgraph("serve /nonexistent/fg-model --port 0");
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("the model folder /nonexistent/fg-model does not exist"));
+
+  CliRun both = run_fullgraph("serve /models/a --model /models/b --port 0");
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_THAT(both.output, HasSubstr("the argument '/models/a' and as --model '/models/b'"));
+
+  // generate keeps --model: a positional model is not an argument it takes.
+  CliRun positional_generate = run_fullgraph("generate /models/a --prompt-ids 1");
+  EXPECT_NE(positional_generate.exit_code, 0);
+  EXPECT_NE(positional_generate.exit_code, 1);  // a command-line error, not a run that failed
+}
 
 // A Hugging Face cache holding org/tiny at two commits: main -> kCommitA (tiny-llama3-rope),
 // tag v2 -> kCommitB (tiny-llama), as huggingface_hub lays it out.
@@ -224,6 +242,32 @@ TEST(CliVllm, GenerationConfigChoosesWhereTheExtraEosIdsComeFrom) {
   CliRun cli = run_fullgraph("generate --prompt-ids 1 --generation-config /no/such/folder");
   EXPECT_EQ(cli.exit_code, 1);
   EXPECT_THAT(cli.output, HasSubstr("--generation-config /no/such/folder"));
+}
+
+TEST(CliVllm, ServeRefusesMoreLogprobsThanTheEngineReturns) {
+  CliRun too_many = run_fullgraph("serve --max-logprobs 21 --port 0");
+  EXPECT_EQ(too_many.exit_code, 1);
+  EXPECT_THAT(too_many.output, HasSubstr("--max-logprobs 21: the engine returns at most 20 logprobs per token"));
+}
+
+TEST(CliVllm, TheStatsLineReadsAsVllms) {
+  cli::EngineSnapshot before, now;
+  now.stats.prompt_tokens = 200;
+  now.stats.generated_tokens = 50;
+  now.stats.steps = 10;
+  now.stats.graph_steps = 9;
+  now.gauges.running = 3;
+  now.gauges.waiting = 1;
+  now.gauges.usage = 0.125;
+  now.gauges.prefix_query_tokens = 200;
+  now.gauges.prefix_hit_tokens = 50;
+  EXPECT_EQ(cli::engine_stats_line(before, now, 10.0),
+            "Avg prompt throughput: 20.0 tokens/s, Avg generation throughput: 5.0 tokens/s, Running: 3 reqs, "
+            "Waiting: 1 reqs, KV cache usage: 12.5%, Prefix cache hit rate: 25.0%, Graph replays: 90.0% of 10 steps");
+  EXPECT_TRUE(cli::engine_busy(before, now));
+  cli::EngineSnapshot idle = now;
+  idle.gauges.running = idle.gauges.waiting = 0;
+  EXPECT_FALSE(cli::engine_busy(idle, idle));
 }
 
 }  // namespace
