@@ -1,7 +1,7 @@
 // tests/test_cli_vllm.cpp — the command line as a vLLM user writes it: `serve MODEL`, models
 // named ORG/NAME found in the Hugging Face cache (--revision), missing model folders named as
 // such, --tokenizer, --chat-template (file or inline), --dtype, --generation-config,
-// --max-logprobs.
+// --max-logprobs, --log-level before or after the command, --version and the commands' help.
 // Most cases run the built executable; option logic without a visible effect on the CPU (the
 // CUDA --dtype refusal, generation_config.json's eos ids, the stats line) is called directly.
 #include <gmock/gmock.h>
@@ -248,6 +248,48 @@ TEST(CliVllm, ServeRefusesMoreLogprobsThanTheEngineReturns) {
   CliRun too_many = run_fullgraph("serve --max-logprobs 21 --port 0");
   EXPECT_EQ(too_many.exit_code, 1);
   EXPECT_THAT(too_many.output, HasSubstr("--max-logprobs 21: the engine returns at most 20 logprobs per token"));
+}
+
+TEST(CliVllm, LogLevelIsAGlobalOptionBeforeOrAfterTheCommand) {
+  const std::string run = "generate --prompt-ids 1,2 --max-tokens 2";
+  CliRun info = run_fullgraph(run);
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  EXPECT_THAT(info.output, HasSubstr("built-in default"));
+  for (const std::string& args : {"--log-level error " + run, run + " --log-level warning",
+                                  "--uvicorn-log-level critical " + run}) {
+    CliRun quiet = run_fullgraph(args);
+    ASSERT_EQ(quiet.exit_code, 0) << args << "\n" << quiet.output;
+    EXPECT_EQ(quiet.output, first_line(info.output) + "\n") << args;
+  }
+  CliRun debug = run_fullgraph(run + " --log-level debug");
+  EXPECT_EQ(debug.exit_code, 0);
+  EXPECT_THAT(debug.output, HasSubstr("built-in default"));
+  CliRun bad = run_fullgraph("--log-level loud " + run);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.output, HasSubstr("--log-level"));
+}
+
+TEST(CliVllm, VersionAndHelpSayWhatIsBuiltAndWhatEachCommandDoes) {
+  CliRun version = run_fullgraph("--version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_THAT(version.output, ::testing::MatchesRegex("fullgraph [0-9]+\\.[0-9]+\\.[0-9]+ \\([A-Za-z]+ build, "
+                                                      "(CUDA backend built for sm_90a|no CUDA backend: CPU only)\\)\n"));
+  CliRun help = run_fullgraph("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.output, HasSubstr("--log-level"));
+  EXPECT_THAT(help.output, HasSubstr("--version"));
+  EXPECT_THAT(help.output, Not(HasSubstr("greedily from a prompt of token ids")));
+  EXPECT_THAT(help.output, HasSubstr("one prompt (text, a chat or token ids)"));
+  for (const char* command : {"generate", "serve", "bench", "render-chat", "tokenize", "info"}) {
+    CliRun sub = run_fullgraph(std::string(command) + " --help");
+    EXPECT_EQ(sub.exit_code, 0) << command;
+    EXPECT_THAT(sub.output, HasSubstr("Every command also takes --log-level")) << command;
+  }
+  CliRun serve = run_fullgraph("serve --help");
+  for (const char* flag : {"--chat-template", "--generation-config", "--dtype", "--tokenizer", "--revision",
+                           "--max-logprobs", "--disable-log-stats", "--return-tokens-as-token-ids"})
+    EXPECT_THAT(serve.output, HasSubstr(flag)) << flag;
+  EXPECT_THAT(serve.output, HasSubstr("vllm serve MODEL"));
 }
 
 TEST(CliVllm, TheStatsLineReadsAsVllms) {

@@ -9,7 +9,7 @@
   (the interval shortened through FULLGRAPH_LOG_STATS_INTERVAL, as vLLM's VLLM_LOG_STATS_INTERVAL);
   --disable-log-stats turns them off.
 - vLLM's other serve flags are taken: --max-logprobs, --return-tokens-as-token-ids, --dtype,
-  --generation-config.
+  --generation-config, --log-level.
 """
 import http.client
 import json
@@ -120,7 +120,7 @@ def hf_cache_name_with_tokenizer_and_template(tmp):
     weights_only(os.path.join(repo, "snapshots", commit))
     server = Server(["org/tiny-qwen3", "--tokenizer", TOKENIZER, "--chat-template", '{{ "Hello" }}',
                      "--max-logprobs", "5", "--return-tokens-as-token-ids", "--dtype", "auto",
-                     "--generation-config", "vllm"], tmp,
+                     "--generation-config", "vllm", "--log-level", "info"], tmp,
                     env={"HF_HUB_CACHE": hub})
     try:
         server.wait_ready()
