@@ -82,7 +82,8 @@ void add_sampling_command(CLI::App& bench) {
 }  // namespace
 
 void add_bench_commands(CLI::App& app, const GpuBackendFactory& gpu) {
-  CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Measure the engine: per-step latency, a server under load; kernels, attention and the sampler on a GPU");
   bench->require_subcommand(1);
 #ifdef FULLGRAPH_HAVE_CUDA
   add_kernels_command(*bench);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "test_support.h"
 
 namespace fg {
@@ -17,28 +18,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct CliRun {
-  int exit_code;
-  std::string output;  // stdout, then stderr
-};
-
-CliRun run_fullgraph(const std::string& args) {
-  const std::string err_file = (std::filesystem::temp_directory_path() / ("fg_cli_err_" + std::to_string(::getpid()))).string();
-  const std::string command = std::string(FULLGRAPH_BINARY) + " " + args + " 2>" + err_file;
-  FILE* pipe = popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  std::ifstream err(err_file);
-  output += std::string(std::istreambuf_iterator<char>(err), {});
-  std::filesystem::remove(err_file);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+using test::CliRun;
+using test::first_line;
+using test::run_fullgraph;
 
 TEST(Cli, BuiltInDefaultModelGeneratesDeterministically) {
   CliRun a = run_fullgraph("generate --prompt-ids 1,2,3 --max-tokens 8");

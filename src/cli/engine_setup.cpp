@@ -7,21 +7,49 @@
 #include <filesystem>
 
 #include "backend/cpu/cpu_backend.h"
+#include "cli/dtype_option.h"
+#include "cli/model_source.h"
+#include "core/log.h"
 #include "core/json/strict_json.h"
 #include "core/progress_bar.h"
 #include "model/model_loader.h"
 #include "model/named_shapes.h"
 #include "model/weights.h"
-#include "tokenizer/builtin_tokenizer.h"
 
 namespace fg::cli {
 
+namespace {
+
+// vLLM's names for where the model's files come from and how it computes.
+void add_model_file_options(CLI::App& cmd, EngineSetupOptions& o) {
+  cmd.add_option("--revision", o.revision,
+                 "With --model ORG/NAME: the branch, tag or commit hash of the cached snapshot to load (default: main)");
+  cmd.add_option("--tokenizer", o.tokenizer,
+                 "A folder (or ORG/NAME in the Hugging Face cache) whose tokenizer.json and tokenizer_config.json "
+                 "(chat template included) replace the model's");
+  cmd.add_option("--chat-template", o.chat_template,
+                 "A Jinja chat template replacing the tokenizer's: a file, or the template itself inline");
+  cmd.add_option("--generation-config", o.generation_config,
+                 "Where the request defaults and extra eos ids come from: auto (the model's generation_config.json), "
+                 "vllm (none: the engine's defaults) or a folder holding generation_config.json")
+      ->capture_default_str();
+  cmd.add_option("--dtype", o.dtype,
+                 std::string("Compute dtype: ") + dtype_choices() +
+                     ". CUDA runs bfloat16 (auto converts float16/float32 checkpoints) and refuses the others; the CPU "
+                     "reference runs float32 whatever is asked (auto keeps the checkpoint's weights as stored)")
+      ->capture_default_str();
+}
+
+}  // namespace
+
 void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
   cmd.add_option("--model", o.model_dir,
-                 "Hugging Face checkpoint folder (config.json + *.safetensors); omit for the built-in tiny model");
+                 "A Hugging Face checkpoint folder (config.json + *.safetensors), or ORG/NAME of a model in the "
+                 "local Hugging Face cache (nothing is downloaded); omit for the built-in tiny model");
+  add_model_file_options(cmd, o);
   cmd.add_option("--shape", o.shape,
                  "Instead of --model: a named shape with dummy weights (llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, "
-                 "qwen3-0.6b); prompts must then be token ids");
+                 "qwen3-0.6b); prompts must then be token ids, unless --tokenizer gives a tokenizer");
   cmd.add_option("--load-format", o.load_format, "auto | safetensors | dummy (random weights)")->capture_default_str();
   cmd.add_option("--device", o.device, "cpu | cuda")->capture_default_str();
   cmd.add_option("--attention", o.attention,
@@ -60,9 +88,9 @@ void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
   cmd.add_flag("!--no-progress", o.progress, "No progress lines on stderr (graph capture, batches)");
 }
 
-std::vector<int32_t> generation_config_eos_ids(const std::string& model_dir) {
-  const std::filesystem::path path = std::filesystem::path(model_dir) / "generation_config.json";
-  if (model_dir.empty() || !std::filesystem::exists(path)) return {};
+std::vector<int32_t> generation_config_eos_ids(const std::string& dir) {
+  const std::filesystem::path path = std::filesystem::path(dir) / "generation_config.json";
+  if (dir.empty() || !std::filesystem::exists(path)) return {};
   const JsonDocument document = read_json_file(path.string());
   std::vector<int32_t> ids;
   if (!document.value.is_object()) return ids;
@@ -85,9 +113,12 @@ int64_t kv_bytes_per_block(const ModelConfig& c, int64_t block_size, DType dtype
 
 }  // namespace
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int threads, const GpuBackendFactory& gpu) {
-  if (device == "cpu") return std::make_unique<CpuBackend>(threads);
-  FG_CHECK(device == "cuda", "unknown --device '{}' (expected cpu or cuda)", device);
+std::unique_ptr<Backend> make_backend(const EngineSetupOptions& o, const GpuBackendFactory& gpu) {
+  FG_CHECK(o.device == "cpu" || o.device == "cuda", "unknown --device '{}' (expected cpu or cuda)", o.device);
+  // Before the backend exists: a dtype CUDA cannot run is refused without touching the GPU.
+  const std::string note = check_dtype_option(o.dtype, o.device == "cuda" ? Device::kCuda : Device::kHost);
+  if (!note.empty()) log::warning("{}", note);
+  if (o.device == "cpu") return std::make_unique<CpuBackend>(o.threads);
   FG_CHECK(gpu.available(), "--device cuda: this build has no CUDA backend (nvcc was not found when it was configured)");
   return gpu.create(0);
 }
@@ -98,8 +129,9 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   FG_CHECK(o.block_size >= 1, "--block-size must be positive");
   FG_CHECK(o.max_num_batched_tokens >= 1 && o.max_num_seqs >= 1,
            "--max-num-batched-tokens and --max-num-seqs must be positive");
-  FG_CHECK(o.shape.empty() || o.model_dir.empty(), "give --model or --shape, not both");
-  s->backend = make_backend(o.device, o.threads, gpu);
+  const ModelSource files = resolve_model_source(o);  // before the backend: a missing model fails at once
+  s->generation_config_dir = files.generation_config_dir;
+  s->backend = make_backend(o, gpu);
   Backend& backend = *s->backend;
   backend.set_batch_invariant(o.batch_invariant);
 
@@ -112,27 +144,23 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
     LoadOptions load;
     load.format = parse_load_format(o.load_format);
     load.round_rope_inv_freq_to_bf16 = o.rope_bf16;
-    LoadedModel loaded = load_model(o.model_dir, load, backend);
+    LoadedModel loaded = load_model(files.model_dir, load, backend);
     s->config = loaded.config;
     s->source = loaded.source;
     if (loaded.weights.converted_from)
       log(fmt::format("weights: {} in the checkpoint, converted to BF16 for the {} backend",
                       dtype_name(*loaded.weights.converted_from), backend.name()));
     weights = std::move(loaded.weights);
-    if (o.model_dir.empty()) {
-      s->tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_json(builtin_tokenizer_json(), "built-in tokenizer"));
-      s->chat = {builtin_chat_template(), "<|begin_of_text|>", "<|end_of_text|>"};
-    } else if (std::filesystem::exists(o.model_dir + "/tokenizer.json")) {
-      s->tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_file(o.model_dir + "/tokenizer.json"));
-      s->chat = load_chat_template_config(o.model_dir, /*require_template=*/false);
-    }
   }
+  TextSide text = load_text_side(o, files, TextNeeds{});
+  s->tokenizer = std::move(text.tokenizer);
+  s->chat = std::move(text.chat);
   const ModelConfig& c = s->config;
   const int64_t max_model_len = o.max_model_len > 0 ? o.max_model_len : c.max_position_embeddings;
   FG_CHECK(max_model_len <= c.max_position_embeddings, "--max-model-len {} exceeds the model's context length {}",
            max_model_len, c.max_position_embeddings);
   for (int64_t id : c.eos_token_ids) s->eos_token_ids.push_back(static_cast<int32_t>(id));
-  for (int32_t id : generation_config_eos_ids(o.model_dir))
+  for (int32_t id : generation_config_eos_ids(files.generation_config_dir))
     if (std::find(s->eos_token_ids.begin(), s->eos_token_ids.end(), id) == s->eos_token_ids.end())
       s->eos_token_ids.push_back(id);
 

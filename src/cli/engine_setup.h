@@ -1,7 +1,8 @@
 // cli/engine_setup.h — everything an engine needs, built from command-line options: backend,
-// model (a checkpoint, the built-in default, or a named shape with dummy weights), KV cache sized
-// from --kv-cache-blocks or --gpu-memory-utilization, the full-graph runner with its graphs, the
-// block manager and the engine. Shared by `generate --prompts` and `serve`.
+// model (a checkpoint folder, a Hugging Face cache name, the built-in default, or a named shape
+// with dummy weights), tokenizer and chat template, KV cache sized from --kv-cache-blocks or
+// --gpu-memory-utilization, the full-graph runner with its graphs, the block manager and the
+// engine. Shared by `generate` and `serve`, which take the same model options (vLLM's names).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -21,7 +22,13 @@
 namespace fg::cli {
 
 struct EngineSetupOptions {
-  std::string model_dir;     // empty: the built-in model, or --shape
+  std::string model_dir;     // --model as given: a folder or ORG/NAME; empty: the built-in model, or --shape
+  // vLLM's model options (cli/model_source.h, cli/dtype_option.h say what each does here).
+  std::string revision;                    // branch, tag or commit of a Hugging Face cache model
+  std::string tokenizer;                   // a folder (or ORG/NAME) with tokenizer.json, tokenizer_config.json
+  std::string chat_template;               // a file or an inline template; replaces the tokenizer's
+  std::string generation_config = "auto";  // auto | vllm | a folder holding generation_config.json
+  std::string dtype = "auto";              // auto | bfloat16 | float16 | float32 (and vLLM's half, float)
   std::string shape;         // a named shape (dummy weights, no tokenizer unless built-in)
   std::string load_format = "auto";
   std::string device = "cpu";
@@ -52,6 +59,7 @@ struct EngineSetup {
   std::unique_ptr<Backend> backend;
   ModelConfig config;
   std::string source;  // the folder, the shape or "built-in default"
+  std::string generation_config_dir;  // where generation_config.json is read (--generation-config); "": nowhere
   std::unique_ptr<Tokenizer> tokenizer;  // null for shapes
   ChatTemplateConfig chat;
   std::unique_ptr<LlamaModel> model;
@@ -65,14 +73,16 @@ struct EngineSetup {
   int64_t max_num_seqs = 0;            // effective: --max-num-seqs capped by the token budget
 };
 
-// The backend --device names: the CPU reference with `threads` threads, or CUDA device 0.
-std::unique_ptr<Backend> make_backend(const std::string& device, int threads, const GpuBackendFactory& gpu);
+// The backend --device names: the CPU reference with --threads threads, or CUDA device 0; --dtype
+// is checked against it (refused, or noted in the log: cli/dtype_option.h).
+std::unique_ptr<Backend> make_backend(const EngineSetupOptions& o, const GpuBackendFactory& gpu);
 
 // Builds it all; `log` receives the start-up report (KV pool, graphs).
 std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const GpuBackendFactory& gpu,
                                           const std::function<void(const std::string&)>& log);
 
-// The eos ids of `model_dir`/generation_config.json (int or list), [] when the file is absent.
-std::vector<int32_t> generation_config_eos_ids(const std::string& model_dir);
+// The eos ids of `dir`/generation_config.json (int or list), [] when `dir` is empty or the file
+// is absent. `dir` is ModelSource::generation_config_dir (--generation-config).
+std::vector<int32_t> generation_config_eos_ids(const std::string& dir);
 
 }  // namespace fg::cli

@@ -1,13 +1,13 @@
 // cli/generate_command.cpp — `fullgraph generate`: loads a model (or the built-in default), runs
-// the prompt ids through the CPU backend or (--device cuda) the CUDA backend, prints the generated
-// ids and optionally dumps logits.
+// one prompt (text, a chat rendered through the template, or token ids) greedily through the CPU
+// backend or (--device cuda) the CUDA backend, prints the generated text as it streams (or the
+// ids) and optionally dumps logits. --prompts hands over to batch_generate.h.
 #include "cli/generate_command.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -16,12 +16,11 @@
 #include "backend/backend_factory.h"
 #include "backend/cpu/cpu_backend.h"
 #include "cli/batch_generate.h"
+#include "cli/model_source.h"
 #include "core/log.h"
 #include "runner/greedy_generator.h"
 #include "model/model_loader.h"
 #include "model/safetensors.h"
-#include "tokenizer/builtin_tokenizer.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -37,7 +36,7 @@ struct GenerateOptions {
   // Text input: a prompt, or a chat rendered through the template
   std::string prompt;
   bool chat = false;
-  std::string system, user, messages_file, chat_template_file;
+  std::string system, user, messages_file;
   // Batch mode (--prompts)
   std::string prompts_file, output_file;
 };
@@ -49,32 +48,6 @@ BatchGenerateOptions batch_options(const GenerateOptions& o) {
   b.output_file = o.output_file;
   b.default_max_tokens = o.max_tokens;
   return b;
-}
-
-// The tokenizer and chat template of the model folder, or the built-in ones.
-struct TextSide {
-  std::unique_ptr<Tokenizer> tokenizer;
-  ChatTemplateConfig chat;
-};
-
-TextSide load_text_side(const GenerateOptions& o) {
-  TextSide t;
-  if (o.engine.model_dir.empty()) {
-    t.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_json(builtin_tokenizer_json(), "built-in tokenizer"));
-    t.chat = {builtin_chat_template(), "<|begin_of_text|>", "<|end_of_text|>"};
-  } else {
-    const std::string path = o.engine.model_dir + "/tokenizer.json";
-    FG_CHECK(std::filesystem::exists(path), "{} not found: text prompts need the model's tokenizer (or use --prompt-ids)",
-             path);
-    t.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_file(path));
-    t.chat = load_chat_template_config(o.engine.model_dir, /*require_template=*/o.chat && o.chat_template_file.empty());
-  }
-  if (!o.chat_template_file.empty()) {
-    std::ifstream in(o.chat_template_file);
-    FG_CHECK(in.good(), "--chat-template: cannot read {}", o.chat_template_file);
-    t.chat.chat_template.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  return t;
 }
 
 // The prompt's token ids from whichever of --prompt-ids, --prompt or --chat was given.
@@ -115,17 +88,20 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
     return;
   }
   FG_CHECK(o.engine.shape.empty(), "--shape needs --prompts (a named shape has no tokenizer and dummy weights)");
+  // The model folder first: a missing model is named as such, not as a missing tokenizer.
+  const ModelSource files = resolve_model_source(o.engine);
   const bool text_mode = o.prompt_ids.empty();
   std::unique_ptr<TextSide> text;
-  if (text_mode) text = std::make_unique<TextSide>(load_text_side(o));
+  if (text_mode)
+    text = std::make_unique<TextSide>(load_text_side(o.engine, files, TextNeeds{.tokenizer = true, .chat_template = o.chat}));
   const std::vector<int32_t> prompt = prompt_ids(o, text.get());
   FG_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
-  std::unique_ptr<Backend> backend_ptr = make_backend(o.engine.device, o.engine.threads, gpu);
+  std::unique_ptr<Backend> backend_ptr = make_backend(o.engine, gpu);
   Backend& backend = *backend_ptr;
   LoadOptions load_options;
   load_options.format = parse_load_format(o.engine.load_format);
   load_options.round_rope_inv_freq_to_bf16 = o.engine.rope_bf16;
-  LoadedModel loaded = load_model(o.engine.model_dir, load_options, backend);
+  LoadedModel loaded = load_model(files.model_dir, load_options, backend);
   if (loaded.weights.converted_from)
     log::info("weights: {} in the checkpoint, converted to BF16 for the {} backend",
                dtype_name(*loaded.weights.converted_from), backend.name());
@@ -232,14 +208,16 @@ std::vector<int32_t> parse_token_ids(const std::string& text) {
 
 void add_generate_command(CLI::App& app, GpuBackendFactory gpu) {
   auto options = std::make_shared<GenerateOptions>();
-  CLI::App* cmd = app.add_subcommand("generate", "Generate tokens greedily from a prompt of token ids");
+  CLI::App* cmd = app.add_subcommand(
+      "generate",
+      "Generate greedily from one prompt (text, a chat or token ids), or run a JSONL file of requests as one "
+      "batch, each sampled as it asks (--prompts)");
   cmd->add_option("--prompt-ids", options->prompt_ids, "Prompt token ids, comma-separated (e.g. 1,2,3); prints ids");
   cmd->add_option("--prompt", options->prompt, "Prompt text (BOS and the like added); prints text as it streams");
   cmd->add_flag("--chat", options->chat, "Render --system/--user (or --messages) through the chat template");
   cmd->add_option("--system", options->system, "With --chat: the system message");
   cmd->add_option("--user", options->user, "With --chat: the user message");
   cmd->add_option("--messages", options->messages_file, "With --chat: a JSON file holding the messages array");
-  cmd->add_option("--chat-template", options->chat_template_file, "A Jinja chat template file overriding the model's");
   cmd->add_option("--max-tokens", options->max_tokens, "Number of tokens to generate")->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   cmd->add_option("--dump-logits", options->dump_logits,

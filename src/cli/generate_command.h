@@ -1,4 +1,5 @@
-// cli/generate_command.h — `fullgraph generate`: greedy generation from token ids.
+// cli/generate_command.h — `fullgraph generate`: one prompt (text, a chat or token ids) decoded
+// greedily, or a JSONL batch of requests with their own sampling parameters (batch_generate.h).
 #pragma once
 
 #include <CLI/CLI.hpp>

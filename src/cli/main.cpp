@@ -5,14 +5,15 @@
 #include "backend/backend_factory.h"
 #include "bench/bench_commands.h"
 #include "cli/generate_command.h"
+#include "cli/global_options.h"
 #include "cli/render_chat_command.h"
 #include "cli/serve_command.h"
 #include "cli/tokenize_command.h"
 #include "core/error.h"
+#include "core/log.h"  // the top-level error report, in every build
 
 #ifdef FULLGRAPH_HAVE_CUDA
 #include "core/cuda/device_info.h"
-#include "core/log.h"
 #endif
 
 namespace {
@@ -36,7 +37,8 @@ void add_info_command(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fullgraph — a Llama-family inference engine in C++/CUDA"};
+  CLI::App app{"fullgraph — a Llama-family inference engine in C++/CUDA; `fullgraph serve MODEL` serves a model "
+               "as `vllm serve MODEL` does"};
   app.require_subcommand(1);
 #ifdef FULLGRAPH_HAVE_CUDA
   const fg::GpuBackendFactory gpu = fg::cuda_backend_factory();
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
   fg::cli::add_render_chat_command(app);
   fg::cli::add_tokenize_command(app);
   add_info_command(app);
+  fg::cli::add_global_options(app, gpu.available());
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "model/model_path.h"
 #include "tokenizer/chat_template.h"
 
 namespace fg::cli {
@@ -115,7 +116,8 @@ void run_render_chat(const RenderChatOptions& o) {
   FG_CHECK(!o.model_dir.empty() || !o.template_path.empty(), "render-chat: give --model, --chat-template or both");
   // With --chat-template the model folder only supplies bos/eos, and may have no template.
   ChatTemplateConfig config;
-  if (!o.model_dir.empty()) config = load_chat_template_config(o.model_dir, o.template_path.empty());
+  if (!o.model_dir.empty())
+    config = load_chat_template_config(resolve_model_path(o.model_dir, "", "model"), o.template_path.empty());
   if (!o.template_path.empty()) config.chat_template = read_input(o.template_path, "--chat-template");
   ChatRenderOptions options;
   options.add_generation_prompt = o.add_generation_prompt;
@@ -141,8 +143,8 @@ void run_render_chat(const RenderChatOptions& o) {
 
 void add_render_chat_command(CLI::App& app) {
   auto options = std::make_shared<RenderChatOptions>();
-  CLI::App* cmd = app.add_subcommand("render-chat", "Render a conversation with the model's chat template");
-  cmd->add_option("--model", options->model_dir, "Model folder with tokenizer_config.json");
+  CLI::App* cmd = app.add_subcommand("render-chat", "Print the prompt a conversation renders to through the model's chat template");
+  cmd->add_option("--model", options->model_dir, "Model folder with tokenizer_config.json, or ORG/NAME in the Hugging Face cache");
   cmd->add_option("--messages", options->messages_path, "JSON file with the list of messages ('-' for stdin)");
   cmd->add_option("--batch", options->batch_path,
                   "JSONL file of {\"messages\", \"kwargs\"} lines; prints one JSON string (or error) per line");

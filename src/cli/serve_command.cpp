@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "cli/engine_setup.h"
+#include "cli/serve_flags.h"
+#include "cli/stats_logger.h"
 #include "core/log.h"
 #include "server/api_server.h"
 #include "server/http_server.h"
@@ -37,6 +39,9 @@ struct ServeOptions {
   int64_t max_queued_requests = 256;
   double max_body_mib = 4.0;
   double drain_timeout_s = 30.0;
+  // vLLM's serve flags (serve_flags.h). For the server to honour, once it can: vllm.max_logprobs
+  // and vllm.return_tokens_as_token_ids; the engine's chat/tokenizer/dtype options are in `engine`.
+  ServeFlags vllm;
 };
 
 void log_line(const std::string& line) { log::info("{}", line); }
@@ -88,6 +93,7 @@ void run_serve(const ServeOptions& o, const GpuBackendFactory& gpu) {
   api_options.log = log_line;
 
   std::unique_ptr<EngineSetup> setup;  // outlives the server, which steps its engine
+  std::unique_ptr<EngineStatsLogger> stats_logger;  // reads setup's engine; reset before it goes
   server::HttpServer http(http_options);
   server::ApiServer api(api_options, http);
   http.bind();  // before loading: a taken port fails at once
@@ -104,6 +110,9 @@ void run_serve(const ServeOptions& o, const GpuBackendFactory& gpu) {
       setup = build_engine(o.engine, gpu, log_line);
       api.set_ready(served_model(*setup));
       log_line(fmt::format("ready: {} on {}", setup->source, o.engine.device));
+      if (!o.vllm.disable_log_stats)
+        stats_logger = std::make_unique<EngineStatsLogger>(
+            *setup->engine, std::chrono::duration<double>(o.vllm.log_stats_interval_s));
     } catch (const std::exception& e) {
       log_line(fmt::format("error: the model failed to load: {}", e.what()));
       api.set_failed(e.what());
@@ -136,6 +145,7 @@ void run_serve(const ServeOptions& o, const GpuBackendFactory& gpu) {
   }
   listener.join();
   loader.join();  // a load in progress cannot be interrupted; it finishes first
+  stats_logger.reset();
   api.shutdown();
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   FG_CHECK(!load_failed, "the model failed to load (see above)");
@@ -145,16 +155,19 @@ void run_serve(const ServeOptions& o, const GpuBackendFactory& gpu) {
 }  // namespace
 
 void add_serve_command(CLI::App& app, GpuBackendFactory gpu) {
-  CLI::App* cmd = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API");
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions), as "
+               "`vllm serve MODEL` does");
   auto o = std::make_shared<ServeOptions>();
   add_engine_options(*cmd, o->engine);
+  add_serve_flags(*cmd, o->vllm);
   server::HttpServerOptions& h = o->http;
   cmd->add_option("--host", h.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", h.port, "Port to listen on (0: any free port)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--served-model-name", o->served_model_names,
-                  "Model name(s) requests may give; the first is reported (default: the --model argument)");
+                  "Model name(s) requests may give; the first is reported (default: the model as given)");
   cmd->add_option("--api-key", h.api_key,
                   "Require 'Authorization: Bearer KEY' on the generation endpoints (/health, /v1/models and "
                   "/metrics stay public)")
@@ -181,7 +194,10 @@ void add_serve_command(CLI::App& app, GpuBackendFactory gpu) {
                   "On SIGTERM/SIGINT: seconds the requests in flight may take to finish before they are aborted")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
-  cmd->callback([o, gpu] { run_serve(*o, gpu); });
+  cmd->callback([o, gpu] {
+    apply_serve_flags(o->vllm, o->engine);
+    run_serve(*o, gpu);
+  });
 }
 
 }  // namespace fg::cli

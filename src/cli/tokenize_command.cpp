@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "model/model_path.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fg::cli {
@@ -126,7 +127,8 @@ void run_tokenize(const TokenizeOptions& o) {
   FG_CHECK(o.model_dir.empty() != o.tokenizer_file.empty(), "tokenize: give exactly one of --model DIR or --tokenizer FILE");
   FG_CHECK(!o.skip_special || o.decode, "tokenize: --skip-special applies to --decode only");
   FG_CHECK(!(o.with_special && o.decode), "tokenize: --with-special applies to encoding, not to --decode");
-  const std::string path = o.tokenizer_file.empty() ? o.model_dir + "/tokenizer.json" : o.tokenizer_file;
+  const std::string path =
+      o.tokenizer_file.empty() ? resolve_model_path(o.model_dir, "", "model") + "/tokenizer.json" : o.tokenizer_file;
   const Tokenizer tok = Tokenizer::from_file(path);
   std::ios::sync_with_stdio(false);
   if (!o.bench_file.empty()) run_bench(tok, o.bench_file, o.bench_repeat, o.with_special);
@@ -140,7 +142,7 @@ void add_tokenize_command(CLI::App& app) {
   auto options = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = app.add_subcommand(
       "tokenize", "Encode JSON strings (one per stdin line) to JSON id arrays, or decode with --decode");
-  cmd->add_option("--model", options->model_dir, "Checkpoint folder holding tokenizer.json");
+  cmd->add_option("--model", options->model_dir, "Checkpoint folder holding tokenizer.json, or ORG/NAME in the Hugging Face cache");
   cmd->add_option("--tokenizer", options->tokenizer_file, "A tokenizer.json file (instead of --model)");
   cmd->add_flag("--with-special", options->with_special, "Add the post-processor's special tokens (BOS...)");
   cmd->add_flag("--decode", options->decode, "Read JSON arrays of ids and write the decoded JSON strings");

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "model/model_path.h"
 #include "model/safetensors.h"
 
 namespace fg {
@@ -48,7 +49,7 @@ LoadedModel load_model(const std::string& dir, const LoadOptions& options, Backe
     out.source = "built-in default";
     return out;
   }
-  FG_CHECK(std::filesystem::is_directory(dir), "model folder '{}' does not exist or is not a folder", dir);
+  check_model_folder(dir);
   out.config = load_model_config((std::filesystem::path(dir) / "config.json").string());
   out.config.rope.round_inv_freq_to_bf16 = options.round_rope_inv_freq_to_bf16;
   out.source = dir;

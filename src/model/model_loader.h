@@ -28,7 +28,8 @@ struct LoadOptions {
   uint64_t dummy_seed = 0;
 };
 
-// An empty `dir` selects the built-in tiny default model (dummy weights, nothing downloaded).
+// `dir` is a folder (model_path.h resolves names to folders); an empty `dir` selects the built-in
+// tiny default model (dummy weights, nothing downloaded).
 LoadedModel load_model(const std::string& dir, const LoadOptions& options, Backend& backend);
 
 // The config.json of the built-in default model.
