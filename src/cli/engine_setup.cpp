@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "backend/cpu/cpu_backend.h"
-#include "core/json/strict_json.h"
 #include "core/progress_bar.h"
+#include "model/generation_config.h"
 #include "model/model_loader.h"
 #include "model/named_shapes.h"
 #include "model/weights.h"
@@ -53,23 +53,6 @@ void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
                "Make each request's tokens independent of what it is batched with (GPU: slower prefill)");
   cmd.add_option("--seed", o.seed, "Seed of the per-request seeds of requests that give none")->capture_default_str();
   cmd.add_flag("!--no-progress", o.progress, "No progress lines on stderr (graph capture, batches)");
-}
-
-std::vector<int32_t> generation_config_eos_ids(const std::string& model_dir) {
-  const std::filesystem::path path = std::filesystem::path(model_dir) / "generation_config.json";
-  if (model_dir.empty() || !std::filesystem::exists(path)) return {};
-  const JsonDocument document = read_json_file(path.string());
-  std::vector<int32_t> ids;
-  if (!document.value.is_object()) return ids;
-  const std::optional<JsonView> eos = document.root().get_non_null("eos_token_id");
-  if (!eos) return ids;
-  const auto take = [&](const JsonView& id) { ids.push_back(static_cast<int32_t>(id.as_int(0, INT32_MAX))); };
-  if (eos->raw().is_array()) {
-    for (size_t i = 0; i < eos->size(); ++i) take(eos->item(i));
-  } else {
-    take(*eos);
-  }
-  return ids;
 }
 
 namespace {
@@ -127,7 +110,7 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   FG_CHECK(max_model_len <= c.max_position_embeddings, "--max-model-len {} exceeds the model's context length {}",
            max_model_len, c.max_position_embeddings);
   for (int64_t id : c.eos_token_ids) s->eos_token_ids.push_back(static_cast<int32_t>(id));
-  for (int32_t id : generation_config_eos_ids(o.model_dir))
+  for (int32_t id : read_generation_defaults(o.model_dir).eos_token_ids)
     if (std::find(s->eos_token_ids.begin(), s->eos_token_ids.end(), id) == s->eos_token_ids.end())
       s->eos_token_ids.push_back(id);
 

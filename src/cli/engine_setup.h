@@ -71,7 +71,4 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int threads, co
 std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const GpuBackendFactory& gpu,
                                           const std::function<void(const std::string&)>& log);
 
-// The eos ids of `model_dir`/generation_config.json (int or list), [] when the file is absent.
-std::vector<int32_t> generation_config_eos_ids(const std::string& model_dir);
-
 }  // namespace fg::cli
