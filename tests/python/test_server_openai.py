@@ -7,6 +7,8 @@
   12-token continuations with ignore_eos).
 - Protocol: one id per streamed response, OpenAI object types, role chunk, include_usage, [DONE];
   n > 1 with seeds seed + i; /v1/models; /metrics in Prometheus text format.
+- Defaults: an omitted temperature samples (vLLM's 1.0), so requests compared with the offline run
+  say temperature 0 or give a seed; two unseeded choices of n = 2 differ.
 - Validation: a table of bad requests (raw HTTP), each with its status and the error's `param`.
 - API key: generation endpoints need it, /health, /v1/models and /metrics do not.
 - Limits: a request past the bounded queue gets 503; a request that trickles in past the read
@@ -162,17 +164,18 @@ def check_completion(label, text, finish, usage_completion, lp, want, want_promp
 
 def completions_vs_offline(client, model, tmp):
     reqs = [
-        {"prompt": "Once upon a time", "max_tokens": 12, "ignore_eos": True},
+        {"prompt": "Once upon a time", "max_tokens": 12, "ignore_eos": True, "temperature": 0},
         {"prompt": "The capital of France is", "max_tokens": 9, "temperature": 0.8, "seed": 7, "top_k": 50},
         {"prompt": "A quick brown fox", "max_tokens": 10, "temperature": 1.0, "seed": 3, "top_p": 0.9, "min_p": 0.05},
         {"prompt": "Penalties apply", "max_tokens": 10, "temperature": 0.7, "seed": 11, "presence_penalty": 0.5,
          "frequency_penalty": 0.4, "repetition_penalty": 1.2},
-        {"prompt": "Once upon a time", "max_tokens": 12, "stop": [" involves"]},
-        {"prompt": "Once upon a time", "max_tokens": 12, "stop": [" involves"], "include_stop_str_in_output": True},
-        {"prompt": "Once upon a time", "max_tokens": 12, "stop_token_ids": [14657]},
+        {"prompt": "Once upon a time", "max_tokens": 12, "stop": [" involves"], "temperature": 0},
+        {"prompt": "Once upon a time", "max_tokens": 12, "stop": [" involves"], "include_stop_str_in_output": True,
+         "temperature": 0},
+        {"prompt": "Once upon a time", "max_tokens": 12, "stop_token_ids": [14657], "temperature": 0},
         {"prompt": "Logprobs please", "max_tokens": 6, "logprobs": 3, "temperature": 0.5, "seed": 99},
         {"prompt": "Two choices", "max_tokens": 6, "temperature": 1.0, "seed": 1234, "n": 2},
-        {"prompt": [1, 415, 5565, 302, 4843, 349], "max_tokens": 8, "min_tokens": 4},
+        {"prompt": [1, 415, 5565, 302, 4843, 349], "max_tokens": 8, "min_tokens": 4, "temperature": 0},
     ]
     lines = []
     for r in reqs:
@@ -237,9 +240,10 @@ def chat_vs_offline(client, model, tmp):
     convo = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Name a color."}]
     reqs = [
         {"messages": convo, "max_tokens": 8, "temperature": 0.9, "seed": 5},
-        {"messages": convo, "max_tokens": 6, "logprobs": True, "top_logprobs": 2, "ignore_eos": True},
+        {"messages": convo, "max_tokens": 6, "logprobs": True, "top_logprobs": 2, "ignore_eos": True,
+         "temperature": 0},
         {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."},
-                      {"role": "user", "content": "Again?"}], "max_tokens": 7, "ignore_eos": True},
+                      {"role": "user", "content": "Again?"}], "max_tokens": 7, "ignore_eos": True, "temperature": 0},
     ]
     lines = []
     for r in reqs:
@@ -285,6 +289,14 @@ def chat_vs_offline(client, model, tmp):
         check(len(ids) == 1 and role == "assistant", f"chat stream {k}: ids {ids}, role {role}")
         check_completion(f"chat stream {k}", text, finish, usage.completion_tokens if usage else -1,
                          lps if r.get("logprobs") else None, w)
+
+
+def default_sampling(client):
+    """vLLM's defaults: an omitted temperature is 1.0, and each unseeded choice draws its own seed."""
+    resp = client.completions.create(model=LLAMA_NAME, prompt="Once upon a time", max_tokens=12, n=2,
+                                     extra_body={"ignore_eos": True})
+    texts = [c.text for c in sorted(resp.choices, key=lambda c: c.index)]
+    check(len(texts) == 2 and texts[0] != texts[1], f"unseeded choices of n=2 are identical: {texts}")
 
 
 def goldens(client, name, e2e, streamed_too=True):
@@ -673,6 +685,7 @@ def main():
                                    timeout=120)
             goldens(client, LLAMA_NAME, "tiny-llama2tok")
             completions_vs_offline(client, llama, tmp)
+            default_sampling(client)
             protocol_checks(server, client)
             print(f"completions checked ({time.time() - start:.1f} s)", flush=True)
             bad_requests(server)
