@@ -96,6 +96,10 @@ TEST_F(RequestFields, SuffixSaysThereIsNoFillInTheMiddleTemplate) {
 }
 
 TEST_F(RequestFields, PromptLogprobsPriorityAndRequestId) {
+  EXPECT_EQ(completion({{"prompt", "hi"}, {"priority", 0}}).spec.priority, 0);
+  // As vLLM: a priority means nothing to a first-come-first-served scheduler, so it is refused.
+  expect_api_error([&] { completion({{"prompt", "hi"}, {"priority", 1}}); }, 400, "priority", "fcfs");
+  model_.priority_scheduling = true;
   const ParsedRequest r =
       chat({{"messages", user("hi")}, {"prompt_logprobs", 2}, {"priority", -3}, {"request_id", "req-42"}});
   EXPECT_EQ(r.spec.prompt_logprobs, 2);

@@ -25,6 +25,9 @@ struct ModelContext {
   // --generation-config auto, none under vllm (read_generation_defaults gives both). Their
   // max_tokens is the default of chat requests, capped by the room the prompt leaves.
   SamplingDefaults sampling_defaults;
+  // The engine schedules by `priority` (--scheduling-policy priority). Without it a non-zero
+  // priority is refused, as vLLM refuses it, rather than silently ignored.
+  bool priority_scheduling = false;
 };
 
 }  // namespace fg::server

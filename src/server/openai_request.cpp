@@ -172,6 +172,9 @@ void read_spec(const json& body, const ModelContext& model, ParsedRequest& r) {
       bad_request("stop_token_ids", fmt::format("'stop_token_ids[{}]': {} is not a token id of this model (vocabulary "
                                                 "of {})",
                                                 i, spec.stop.stop_token_ids[i], model.vocab_size));
+  if (spec.priority != 0 && !model.priority_scheduling)
+    bad_request("priority", "'priority' other than 0 needs priority scheduling, which this server does not use "
+                            "(--scheduling-policy priority)");
   spec.sampling.num_logprobs = r.top_logprobs;
   // vLLM: echo with logprobs returns the prompt's logprobs too, at the same count.
   if (r.echo && r.top_logprobs >= 0 && field(body, "prompt_logprobs") == nullptr)

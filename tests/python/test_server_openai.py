@@ -410,6 +410,7 @@ def bad_requests(server):
         (C, {"prompt": "hi", "modalities": ["audio"]}, 400, "modalities"),
         (C, {"prompt": "hi", "request_id": ""}, 400, "request_id"),
         (C, {"prompt": "hi", "priority": "high"}, 400, "priority"),
+        (C, {"prompt": "hi", "priority": 1}, 400, "priority"),  # this server schedules first come, first served
         (C, {"prompt": "hi", "prompt_logprobs": 21}, 400, "prompt_logprobs"),
         (C, {"prompt": "hi", "truncate_prompt_tokens": 0}, 400, "truncate_prompt_tokens"),
         (C, {"prompt": "hi", "truncate_prompt_tokens": 5000}, 400, "truncate_prompt_tokens"),
