@@ -218,24 +218,27 @@ TEST(CliVllm, DtypeIsWhatTheBackendCanHonour) {
   EXPECT_EQ(cli::check_dtype_option("float32", Device::kHost), "");
 }
 
-TEST(CliVllm, GenerationConfigChoosesWhereTheExtraEosIdsComeFrom) {
+TEST(CliVllm, GenerationConfigChoosesWhereTheExtraEosIdsAndSamplingDefaultsComeFrom) {
   TempDir model("fg_vllm_genconfig");
   link_files(test::model_fixture("tiny-llama3-rope"), model.path, {"config.json", "model.safetensors"});
-  write_file(model.path / "generation_config.json", R"({"eos_token_id": [2, 77]})");
+  write_file(model.path / "generation_config.json", R"({"eos_token_id": [2, 77], "temperature": 0.6})");
   TempDir other("fg_vllm_genconfig_other");
   write_file(other.path / "generation_config.json", R"({"eos_token_id": 88})");
-  const auto eos = [&](const std::string& mode) {
+  const auto setup = [&](const std::string& mode) {
     cli::EngineSetupOptions o;
     o.model_dir = model.path.string();
     o.generation_config = mode;
     o.kv_cache_blocks = 8;
-    o.enforce_eager = true;  // no graphs to capture: only the eos ids are looked at
+    o.enforce_eager = true;  // no graphs to capture: only what was read is looked at
     o.progress = false;
-    return cli::build_engine(o, {}, [](const std::string&) {})->eos_token_ids;
+    return cli::build_engine(o, {}, [](const std::string&) {});
   };
+  const auto eos = [&](const std::string& mode) { return setup(mode)->eos_token_ids; };
+  EXPECT_EQ(setup("auto")->generation.sampling.temperature, 0.6f);
+  EXPECT_FALSE(setup("vllm")->generation.sampling.temperature.has_value());
   using ::testing::Contains;
   EXPECT_THAT(eos("auto"), Contains(77));
-  EXPECT_THAT(eos("vllm"), Not(Contains(77)));
+  EXPECT_THAT(eos("vllm"), Contains(77));  // vLLM reads the eos ids under both; vllm drops the sampling defaults
   EXPECT_THAT(eos(other.path.string()), Contains(88));
   EXPECT_THAT(eos(other.path.string()), Not(Contains(77)));
   EXPECT_THAT(test::error_of([&] { eos("/no/such/folder"); }), HasSubstr("expected auto, vllm or a folder"));

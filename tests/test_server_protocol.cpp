@@ -12,6 +12,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/sse_stream.h"
+#include "server_test_support.h"
 #include "tokenizer/builtin_tokenizer.h"
 
 namespace fg::server {
@@ -19,27 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-class Protocol : public ::testing::Test {
- protected:
-  Protocol()
-      : tokenizer_(Tokenizer::from_json(builtin_tokenizer_json(), "built-in")),
-        chat_(ChatTemplateConfig{builtin_chat_template(), "<|begin_of_text|>", "<|end_of_text|>"}) {
-    model_.served_names = {"tiny", "alias"};
-    model_.tokenizer = &tokenizer_;
-    model_.chat_template = &chat_;
-    model_.vocab_size = 512;
-    model_.max_model_len = 256;
-    model_.block_size = 16;
-    model_.usable_blocks = 64;  // 1024 tokens: the context, not the cache, is the limit
-  }
-
-  ParsedRequest completion(const json& body) { return parse_openai_request(Endpoint::kCompletions, body, model_); }
-  ParsedRequest chat(const json& body) { return parse_openai_request(Endpoint::kChatCompletions, body, model_); }
-
-  Tokenizer tokenizer_;
-  ChatTemplate chat_;
-  ModelContext model_;
-};
+class Protocol : public testing::ModelFixture {};
 
 TEST_F(Protocol, CompletionDefaultsAndTextPrompt) {
   const ParsedRequest r = completion({{"prompt", "hello world"}});
@@ -151,10 +132,11 @@ TEST_F(Protocol, EveryRefusalNamesItsField) {
       {C, R"({"prompt": "hi", "logprobs": 21})", 400, "logprobs"},
       {C, R"({"prompt": "hi", "logprobs": true})", 400, "logprobs"},
       {C, R"({"prompt": "hi", "stop_token_ids": [512]})", 400, "stop_token_ids"},
-      {C, R"({"prompt": "hi", "echo": true})", 400, "echo"},
+      {C, R"({"prompt": "hi", "echo": "yes"})", 400, "echo"},
       {C, R"({"prompt": "hi", "best_of": 2})", 400, "best_of"},
       {C, R"({"prompt": "hi", "suffix": "s"})", 400, "suffix"},
-      {C, R"({"prompt": "hi", "logit_bias": {"1": 2}})", 400, "logit_bias"},
+      {C, R"({"prompt": "hi", "logit_bias": {"1": 200}})", 400, "logit_bias"},
+      {C, R"({"prompt": "hi", "logit_bias": {"512": 2}})", 400, "logit_bias"},
       {C, R"({"prompt": "hi", "logit_bias": [1]})", 400, "logit_bias"},
       {C, R"({"prompt": "hi", "stream_options": {"include_usage": true}})", 400, "stream_options"},
       {C, R"({"prompt": "hi", "stream": true, "stream_options": {"foo": 1}})", 400, "stream_options"},

@@ -10,8 +10,8 @@
 #include "cli/dtype_option.h"
 #include "cli/model_source.h"
 #include "core/log.h"
-#include "core/json/strict_json.h"
 #include "core/progress_bar.h"
+#include "model/generation_config.h"
 #include "model/model_loader.h"
 #include "model/named_shapes.h"
 #include "model/weights.h"
@@ -88,23 +88,6 @@ void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
   cmd.add_flag("!--no-progress", o.progress, "No progress lines on stderr (graph capture, batches)");
 }
 
-std::vector<int32_t> generation_config_eos_ids(const std::string& dir) {
-  const std::filesystem::path path = std::filesystem::path(dir) / "generation_config.json";
-  if (dir.empty() || !std::filesystem::exists(path)) return {};
-  const JsonDocument document = read_json_file(path.string());
-  std::vector<int32_t> ids;
-  if (!document.value.is_object()) return ids;
-  const std::optional<JsonView> eos = document.root().get_non_null("eos_token_id");
-  if (!eos) return ids;
-  const auto take = [&](const JsonView& id) { ids.push_back(static_cast<int32_t>(id.as_int(0, INT32_MAX))); };
-  if (eos->raw().is_array()) {
-    for (size_t i = 0; i < eos->size(); ++i) take(eos->item(i));
-  } else {
-    take(*eos);
-  }
-  return ids;
-}
-
 namespace {
 
 int64_t kv_bytes_per_block(const ModelConfig& c, int64_t block_size, DType dtype) {
@@ -160,7 +143,12 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   FG_CHECK(max_model_len <= c.max_position_embeddings, "--max-model-len {} exceeds the model's context length {}",
            max_model_len, c.max_position_embeddings);
   for (int64_t id : c.eos_token_ids) s->eos_token_ids.push_back(static_cast<int32_t>(id));
-  for (int32_t id : generation_config_eos_ids(files.generation_config_dir))
+  s->generation = read_generation_defaults(files.generation_config_dir,
+                                           parse_generation_config_mode(o.generation_config == "vllm" ? "vllm" : "auto"));
+  if (!s->generation.sampling.empty())
+    log(fmt::format("sampling defaults from {}/generation_config.json (--generation-config auto): {}",
+                    files.generation_config_dir, s->generation.sampling.describe()));
+  for (int32_t id : s->generation.eos_token_ids)
     if (std::find(s->eos_token_ids.begin(), s->eos_token_ids.end(), id) == s->eos_token_ids.end())
       s->eos_token_ids.push_back(id);
 

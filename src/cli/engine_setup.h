@@ -15,6 +15,7 @@
 
 #include "backend/backend_factory.h"
 #include "engine/engine.h"
+#include "model/generation_config.h"
 #include "model/llama_model.h"
 #include "runner/model_runner.h"
 #include "tokenizer/chat_template.h"
@@ -68,6 +69,7 @@ struct EngineSetup {
   std::unique_ptr<KvBlockManager> blocks;
   std::unique_ptr<Engine> engine;
   std::vector<int32_t> eos_token_ids;  // config.json's and generation_config.json's
+  GenerationDefaults generation;       // generation_config.json's (--generation-config)
   std::string attention;               // the GPU attention chosen ("" on the CPU)
   int64_t max_model_len = 0;           // effective: --max-model-len or the model's
   int64_t max_num_seqs = 0;            // effective: --max-num-seqs capped by the token budget
@@ -80,9 +82,5 @@ std::unique_ptr<Backend> make_backend(const EngineSetupOptions& o, const GpuBack
 // Builds it all; `log` receives the start-up report (KV pool, graphs).
 std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const GpuBackendFactory& gpu,
                                           const std::function<void(const std::string&)>& log);
-
-// The eos ids of `dir`/generation_config.json (int or list), [] when `dir` is empty or the file
-// is absent. `dir` is ModelSource::generation_config_dir (--generation-config).
-std::vector<int32_t> generation_config_eos_ids(const std::string& dir);
 
 }  // namespace fg::cli

@@ -14,8 +14,8 @@ namespace fg::cli {
 namespace fs = std::filesystem;
 
 std::string generation_config_dir(const std::string& mode, const std::string& model_dir) {
-  if (mode == "auto") return model_dir;
-  if (mode == "vllm") return "";
+  // vllm: the file is still read for its eos ids, as vLLM does; its sampling defaults are not.
+  if (mode == "auto" || mode == "vllm") return model_dir;
   std::error_code ec;
   FG_CHECK(fs::is_directory(mode, ec),
            "--generation-config {}: expected auto, vllm or a folder holding generation_config.json, and there is "

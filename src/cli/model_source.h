@@ -16,8 +16,8 @@ namespace fg::cli {
 struct ModelSource {
   std::string model_dir;      // a folder holding config.json; empty: the built-in model or --shape
   std::string tokenizer_dir;  // --tokenizer's folder, else model_dir
-  // Where generation_config.json is read from (--generation-config); empty: nowhere, i.e.
-  // "vllm" (the engine's defaults) or a model without a folder.
+  // Where generation_config.json is read from (--generation-config: the model's folder under auto
+  // and vllm, or the folder given); empty for a model without a folder.
   std::string generation_config_dir;
 };
 

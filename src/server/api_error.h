@@ -1,8 +1,14 @@
 // server/api_error.h — the one error a request can end with: an HTTP status plus OpenAI's error
 // body {"error": {"message", "type", "param", "code"}}. Everything the server refuses is thrown as
 // an ApiError where it is found, so that the field at fault travels with the message.
+//
+// An error body never carries a request back whole: the message is cut to kMaxErrorMessageBytes
+// and the param to kMaxErrorParamBytes (never inside a UTF-8 sequence, saying how long the full
+// text was), whatever the thrower put in them. Throwers quote excerpts of what they refuse; the
+// cut here is the bound that holds even where one forgot.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -10,11 +16,15 @@
 
 namespace fg::server {
 
+inline constexpr size_t kMaxErrorMessageBytes = 1024;
+inline constexpr size_t kMaxErrorParamBytes = 128;
+
 class ApiError : public Error {
  public:
   // `param` names the request field at fault ("" when no single field is); `code` is OpenAI's
   // machine-readable code ("" for none). `type` is derived from the status unless given.
-  ApiError(int status, std::string message, std::string param = "", std::string code = "", std::string type = "");
+  ApiError(int status, const std::string& message, const std::string& param = "", std::string code = "",
+           std::string type = "");
 
   int status() const { return status_; }
   const std::string& param() const { return param_; }

@@ -1,8 +1,14 @@
 // server/openai_request.h — an OpenAI request body (/v1/completions or /v1/chat/completions) to
-// what the engine runs: the prompt's token ids, the sampling and stop parameters, n, streaming and
-// logprob options. Validation is strict and total: anything the server would not honour exactly —
-// a wrong type, a value out of range, a field it does not know, a feature it does not implement —
-// is refused with an ApiError naming the field, before any work is queued.
+// what the engine runs: the prompt's token ids, the sampling, stop and scheduling parameters, n,
+// streaming, logprob and echo options. Validation is strict and total: anything the server would
+// not honour exactly — a wrong type, a value out of range, a field it does not know, a feature it
+// does not implement — is refused with an ApiError naming the field, before any work is queued.
+// The one exception is the short list of fields that change nothing we return (ignored_fields.h),
+// accepted and logged once.
+//
+// What is specific to one endpoint lives beside this file: chat_request.h (messages, template
+// options, tools), completion_request.h (prompt, echo, suffix); the sampling and stop fields are
+// engine/request_json.h's, shared with `generate --prompts`.
 #pragma once
 
 #include <cstdint>
@@ -13,50 +19,53 @@
 
 #include "engine/engine.h"
 #include "server/api_error.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/tokenizer.h"
+#include "server/chat_request.h"
+#include "server/model_context.h"
 
 namespace fg::server {
 
 enum class Endpoint { kCompletions, kChatCompletions };
 
-// What validation needs to know about the model being served.
-struct ModelContext {
-  std::vector<std::string> served_names;        // non-empty; the first is reported in responses
-  const Tokenizer* tokenizer = nullptr;         // null: token-id prompts only, no text
-  const ChatTemplate* chat_template = nullptr;  // null: chat completions are refused
-  int64_t vocab_size = 0;
-  int64_t max_model_len = 0;  // prompt + max_tokens limit
-  int64_t block_size = 16;    // the KV cache's geometry: a request must fit it whole
-  int64_t usable_blocks = 0;
-};
-
 inline constexpr int64_t kMaxChoices = 16;   // n
 inline constexpr size_t kMaxJsonDepth = 64;  // nesting of the request body
-inline constexpr size_t kMaxMessages = 1024;
+// What the JSON parser accepts; the HTTP layer's body limit is the one that binds (it is lower).
+inline constexpr size_t kMaxJsonBodyBytes = size_t{64} << 20;
+inline constexpr size_t kMaxRequestIdBytes = 256;
 
 struct ParsedRequest {
   Endpoint endpoint = Endpoint::kCompletions;
   std::string model;            // the served name to report
-  std::vector<int32_t> prompt;  // token ids
-  RequestSpec spec;             // sampling and stop parameters (prompt and on_output unset)
+  std::vector<int32_t> prompt;  // token ids (after truncate_prompt_tokens)
+  RequestSpec spec;             // sampling, stop and scheduling parameters (prompt and on_output unset)
   int64_t n = 1;
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
-  int32_t top_logprobs = -1;   // -1: no logprobs; 0: the sampled token's; k: also the top k
+  bool include_usage = false;     // stream_options.include_usage: a usage chunk before [DONE]
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats (needs include_usage): usage in
+                                  // every chunk, each choice's own completion tokens so far (vLLM's)
+  int32_t top_logprobs = -1;      // -1: no logprobs; 0: the sampled token's; k: also the top k
+  // Completions' echo: `echo_text` (the prompt as sent, or its tokens decoded when it was given as
+  // ids or truncated) goes before each choice's text: non-streamed through prepend_echo(), streamed
+  // in each choice's first chunk (StreamFormatter). With logprobs, spec.prompt_logprobs is set too.
+  bool echo = false;
+  std::string echo_text;
+  // vLLM's request_id ("" when not given): the response id is "cmpl-" / "chatcmpl-" + it, unless
+  // an X-Request-Id header names another (response_id()).
+  std::string request_id;
 };
 
-// The body as a JSON object. Refuses (400, param "") text that is not JSON, JSON that is not an
-// object, and nesting deeper than kMaxJsonDepth (checked before parsing: deep nesting would cost
-// stack in every later copy of the value).
+// The body as a JSON object, through core/json's strict parser: refuses (400, param "") text that
+// is not JSON (the message gives the byte offset, never the parser's internals or the whole
+// input), bytes that are not UTF-8, duplicate keys, nesting deeper than kMaxJsonDepth (checked as
+// each container opens), and JSON that is not an object.
 nlohmann::json parse_json_body(std::string_view body);
 
 // Validates `body` for `endpoint` and builds the request. Throws ApiError: 404 (code
 // "model_not_found") for a model that is not served, 400 naming the field for everything else.
 ParsedRequest parse_openai_request(Endpoint endpoint, const nlohmann::json& body, const ModelContext& model);
 
-// Chat messages (already validated) with each content flattened to a string, as the template
-// expects them. Exposed for tests.
-nlohmann::ordered_json normalize_chat_messages(const nlohmann::json& messages);
+// The response id, as vLLM makes it: the endpoint's prefix ("cmpl-" or "chatcmpl-") and the
+// request's id — the X-Request-Id header's value when there is one, else the body's request_id,
+// else a random one. Throws ApiError (400) for a header value that is not a valid request id.
+std::string response_id(const ParsedRequest& request, std::string_view x_request_id = {});
 
 }  // namespace fg::server

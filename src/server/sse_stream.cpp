@@ -18,12 +18,24 @@ StreamFormatter::StreamFormatter(Endpoint endpoint, ResponseHeader header, int64
       text_offsets_(static_cast<size_t>(n), 0),
       previous_(static_cast<size_t>(n), last_prompt_token) {}
 
+StreamFormatter::StreamFormatter(ResponseHeader header, const ParsedRequest& request, const Tokenizer* tokenizer)
+    : StreamFormatter(request.endpoint, std::move(header), request.n, request.top_logprobs, request.include_usage,
+                      tokenizer, request.prompt.empty() ? 0 : request.prompt.back()) {
+  continuous_usage_ = request.continuous_usage;
+  prompt_tokens_ = static_cast<int64_t>(request.prompt.size());
+  if (request.echo) echo_text_ = request.echo_text;
+  echoed_.assign(static_cast<size_t>(request.n), echo_text_.empty());
+}
+
 std::string StreamFormatter::begin() {
   if (endpoint_ != Endpoint::kChatCompletions) return "";
   std::string out;
-  for (size_t i = 0; i < text_offsets_.size(); ++i)
-    out += sse_event(chat_chunk(header_, static_cast<int64_t>(i), {{"role", "assistant"}, {"content", ""}}, nullptr,
-                                FinishReason::kNone, std::nullopt, include_usage_));
+  for (size_t i = 0; i < text_offsets_.size(); ++i) {
+    ojson chunk = chat_chunk(header_, static_cast<int64_t>(i), {{"role", "assistant"}, {"content", ""}}, nullptr,
+                             FinishReason::kNone, std::nullopt, include_usage_);
+    if (continuous_usage_) chunk["usage"] = usage_json({prompt_tokens_, 0});
+    out += sse_event(chunk);
+  }
   return out;
 }
 
@@ -33,20 +45,28 @@ std::string StreamFormatter::delta(int64_t index, const RequestOutput& output) {
   // gets a chunk with empty text, as vLLM sends: clients time tokens by chunks.
   if (output.token_ids.empty() && !output.finished) return "";
   const FinishReason finish = output.finished ? output.finish_reason : FinishReason::kNone;
+  ojson chunk;
   if (endpoint_ == Endpoint::kCompletions) {
     ojson logprobs = nullptr;
     if (with_logprobs)
       logprobs = format_.completion(output.token_ids, output.logprobs, previous_.at(index), text_offsets_.at(index));
-    return sse_event(
-        completion_chunk(header_, index, output.text, std::move(logprobs), finish, output.stop_reason, include_usage_));
+    std::string text = output.text;
+    if (!echoed_.empty() && !echoed_.at(index)) {
+      echoed_.at(index) = true;
+      text.insert(0, echo_text_);
+    }
+    chunk = completion_chunk(header_, index, text, std::move(logprobs), finish, output.stop_reason, include_usage_);
+  } else {
+    ojson logprobs = nullptr;
+    if (with_logprobs)
+      logprobs = {{"content", format_.chat_content(output.token_ids, output.logprobs, previous_.at(index))}};
+    ojson delta = ojson::object();
+    if (!output.text.empty() || !output.finished) delta["content"] = output.text;
+    chunk = chat_chunk(header_, index, std::move(delta), std::move(logprobs), finish, output.stop_reason,
+                       include_usage_);
   }
-  ojson logprobs = nullptr;
-  if (with_logprobs)
-    logprobs = {{"content", format_.chat_content(output.token_ids, output.logprobs, previous_.at(index))}};
-  ojson delta = ojson::object();
-  if (!output.text.empty() || !output.finished) delta["content"] = output.text;
-  return sse_event(
-      chat_chunk(header_, index, std::move(delta), std::move(logprobs), finish, output.stop_reason, include_usage_));
+  if (continuous_usage_) chunk["usage"] = usage_json({prompt_tokens_, output.num_generated_tokens});
+  return sse_event(chunk);
 }
 
 std::string StreamFormatter::end(const Usage& usage) {

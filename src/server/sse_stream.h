@@ -1,7 +1,9 @@
 // server/sse_stream.h — a streamed response as Server-Sent Events in OpenAI's framing: one
 // `data: {json}\n\n` event per chunk, all chunks of a response sharing its id, chat streams
 // opening each choice with the assistant role, an optional usage chunk (empty choices) at the
-// end, and `data: [DONE]\n\n` last.
+// end, and `data: [DONE]\n\n` last. With stream_options.continuous_usage_stats every chunk also
+// carries the usage so far (vLLM's: the prompt, and the choice's own completion tokens); with
+// completions' echo, each choice's first chunk starts with the prompt's text.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,8 @@ class StreamFormatter {
   // `last_prompt_token`: the context of each choice's first token string (see LogprobFormatter).
   StreamFormatter(Endpoint endpoint, ResponseHeader header, int64_t n, int32_t top_logprobs, bool include_usage,
                   const Tokenizer* tokenizer, int32_t last_prompt_token);
+  // Everything from the parsed request: the above, and continuous usage and echo.
+  StreamFormatter(ResponseHeader header, const ParsedRequest& request, const Tokenizer* tokenizer);
 
   // What to send before any token: the role chunk of each chat choice; "" for completions.
   std::string begin();
@@ -37,6 +41,10 @@ class StreamFormatter {
   ResponseHeader header_;
   int32_t top_logprobs_;
   bool include_usage_;
+  bool continuous_usage_ = false;
+  int64_t prompt_tokens_ = 0;  // for continuous usage
+  std::string echo_text_;      // completions' echo, sent once per choice
+  std::vector<bool> echoed_;   // [n]
   LogprobFormatter format_;
   std::vector<int64_t> text_offsets_;  // [n] completions' text_offset so far, per choice
   std::vector<int32_t> previous_;      // [n] the last token of each choice so far

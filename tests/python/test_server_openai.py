@@ -7,7 +7,11 @@
   12-token continuations with ignore_eos).
 - Protocol: one id per streamed response, OpenAI object types, role chunk, include_usage, [DONE];
   n > 1 with seeds seed + i; /v1/models; /metrics in Prometheus text format.
-- Validation: a table of bad requests (raw HTTP), each with its status and the error's `param`.
+- Defaults: an omitted temperature samples (vLLM's 1.0), so requests compared with the offline run
+  say temperature 0 or give a seed; two unseeded choices of n = 2 differ.
+- Validation: a table of bad requests (raw HTTP), each with its status and the error's `param`
+  (rows with 200: requests once refused, now served); error messages stay short and say where a
+  JSON syntax error is.
 - API key: generation endpoints need it, /health, /v1/models and /metrics do not.
 - Limits: a request past the bounded queue gets 503; a request that trickles in past the read
   timeout gets 408.
@@ -162,17 +166,18 @@ def check_completion(label, text, finish, usage_completion, lp, want, want_promp
 
 def completions_vs_offline(client, model, tmp):
     reqs = [
-        {"prompt": "Once upon a time", "max_tokens": 12, "ignore_eos": True},
+        {"prompt": "Once upon a time", "max_tokens": 12, "ignore_eos": True, "temperature": 0},
         {"prompt": "The capital of France is", "max_tokens": 9, "temperature": 0.8, "seed": 7, "top_k": 50},
         {"prompt": "A quick brown fox", "max_tokens": 10, "temperature": 1.0, "seed": 3, "top_p": 0.9, "min_p": 0.05},
         {"prompt": "Penalties apply", "max_tokens": 10, "temperature": 0.7, "seed": 11, "presence_penalty": 0.5,
          "frequency_penalty": 0.4, "repetition_penalty": 1.2},
-        {"prompt": "Once upon a time", "max_tokens": 12, "stop": [" involves"]},
-        {"prompt": "Once upon a time", "max_tokens": 12, "stop": [" involves"], "include_stop_str_in_output": True},
-        {"prompt": "Once upon a time", "max_tokens": 12, "stop_token_ids": [14657]},
+        {"prompt": "Once upon a time", "max_tokens": 12, "stop": [" involves"], "temperature": 0},
+        {"prompt": "Once upon a time", "max_tokens": 12, "stop": [" involves"], "include_stop_str_in_output": True,
+         "temperature": 0},
+        {"prompt": "Once upon a time", "max_tokens": 12, "stop_token_ids": [14657], "temperature": 0},
         {"prompt": "Logprobs please", "max_tokens": 6, "logprobs": 3, "temperature": 0.5, "seed": 99},
         {"prompt": "Two choices", "max_tokens": 6, "temperature": 1.0, "seed": 1234, "n": 2},
-        {"prompt": [1, 415, 5565, 302, 4843, 349], "max_tokens": 8, "min_tokens": 4},
+        {"prompt": [1, 415, 5565, 302, 4843, 349], "max_tokens": 8, "min_tokens": 4, "temperature": 0},
     ]
     lines = []
     for r in reqs:
@@ -237,9 +242,10 @@ def chat_vs_offline(client, model, tmp):
     convo = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Name a color."}]
     reqs = [
         {"messages": convo, "max_tokens": 8, "temperature": 0.9, "seed": 5},
-        {"messages": convo, "max_tokens": 6, "logprobs": True, "top_logprobs": 2, "ignore_eos": True},
+        {"messages": convo, "max_tokens": 6, "logprobs": True, "top_logprobs": 2, "ignore_eos": True,
+         "temperature": 0},
         {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."},
-                      {"role": "user", "content": "Again?"}], "max_tokens": 7, "ignore_eos": True},
+                      {"role": "user", "content": "Again?"}], "max_tokens": 7, "ignore_eos": True, "temperature": 0},
     ]
     lines = []
     for r in reqs:
@@ -285,6 +291,14 @@ def chat_vs_offline(client, model, tmp):
         check(len(ids) == 1 and role == "assistant", f"chat stream {k}: ids {ids}, role {role}")
         check_completion(f"chat stream {k}", text, finish, usage.completion_tokens if usage else -1,
                          lps if r.get("logprobs") else None, w)
+
+
+def default_sampling(client):
+    """vLLM's defaults: an omitted temperature is 1.0, and each unseeded choice draws its own seed."""
+    resp = client.completions.create(model=LLAMA_NAME, prompt="Once upon a time", max_tokens=12, n=2,
+                                     extra_body={"ignore_eos": True})
+    texts = [c.text for c in sorted(resp.choices, key=lambda c: c.index)]
+    check(len(texts) == 2 and texts[0] != texts[1], f"unseeded choices of n=2 are identical: {texts}")
 
 
 def goldens(client, name, e2e, streamed_too=True):
@@ -380,10 +394,30 @@ def bad_requests(server):
         (C, {"prompt": "hi", "seed": 1.5}, 400, "seed"),
         (C, {"prompt": "hi", "min_tokens": 10, "max_tokens": 5}, 400, "min_tokens"),
         (C, {"prompt": "hi", "ignore_eos": 1}, 400, "ignore_eos"),
-        (C, {"prompt": "hi", "echo": True}, 400, "echo"),
+        (C, {"prompt": "hi", "echo": True, "max_tokens": 1}, 200, None),  # was 400 "echo": echo is implemented
+        (C, {"prompt": "hi", "echo": "yes"}, 400, "echo"),
         (C, {"prompt": "hi", "best_of": 3}, 400, "best_of"),
         (C, {"prompt": "hi", "suffix": "x"}, 400, "suffix"),
-        (C, {"prompt": "hi", "logit_bias": {"5": 1}}, 400, "logit_bias"),
+        (C, {"prompt": "hi", "logit_bias": {"5": 1}, "max_tokens": 1}, 200, None),  # was 400: logit_bias is parsed
+        (C, {"prompt": "hi", "logit_bias": {"5": 101}}, 400, "logit_bias"),
+        (C, {"prompt": "hi", "logit_bias": {"32000": 1}}, 400, "logit_bias"),
+        (C, {"prompt": "hi", "logit_bias": {"five": 1}}, 400, "logit_bias"),
+        # Fields OpenAI's and vLLM's clients send that change nothing we return: accepted (logged once).
+        (C, {"prompt": "hi", "max_tokens": 1, "store": False, "metadata": {"a": "b"}, "service_tier": "auto",
+             "user": "u", "reasoning_effort": "low", "modalities": ["text"], "prompt_cache_key": "k",
+             "safety_identifier": "s", "request_id": "req-1", "priority": 0}, 200, None),
+        (C, {"prompt": "hi", "store": "yes"}, 400, "store"),
+        (C, {"prompt": "hi", "modalities": ["audio"]}, 400, "modalities"),
+        (C, {"prompt": "hi", "request_id": ""}, 400, "request_id"),
+        (C, {"prompt": "hi", "priority": "high"}, 400, "priority"),
+        (C, {"prompt": "hi", "priority": 1}, 400, "priority"),  # this server schedules first come, first served
+        (C, {"prompt": "hi", "prompt_logprobs": 21}, 400, "prompt_logprobs"),
+        (C, {"prompt": "hi", "truncate_prompt_tokens": 0}, 400, "truncate_prompt_tokens"),
+        (C, {"prompt": "hi", "truncate_prompt_tokens": 5000}, 400, "truncate_prompt_tokens"),
+        (C, {"prompt": "x " * 3000, "truncate_prompt_tokens": 100, "max_tokens": 1}, 200, None),
+        (C, {"prompt": "hi", "add_special_tokens": 1}, 400, "add_special_tokens"),
+        (C, {"prompt": "hi", "stream": True, "stream_options": {"continuous_usage_stats": "x"}}, 400,
+         "stream_options.continuous_usage_stats"),
         (C, {"prompt": "hi", "foo": 1}, 400, "foo"),
         (C, {"prompt": "hi", "stream": "yes"}, 400, "stream"),
         (C, {"prompt": "hi", "stream_options": {"include_usage": True}}, 400, "stream_options"),
@@ -407,11 +441,17 @@ def bad_requests(server):
         (CH, {"messages": ok_msg, "top_logprobs": 3}, 400, "top_logprobs"),
         (CH, {"messages": ok_msg, "logprobs": True, "top_logprobs": 50}, 400, "top_logprobs"),
         (CH, {"messages": ok_msg, "prompt": "x"}, 400, "prompt"),
+        (CH, {"messages": ok_msg, "continue_final_message": True, "add_generation_prompt": True}, 400,
+         "continue_final_message"),
         (CH, {"messages": ok_msg}, 400, "messages"),  # this model has no chat template
     ]
     for path, body, status, param in table:
         data = body if isinstance(body, str) else json.dumps(body)
         got, raw, resp = server.request("POST", path, body=data.encode(), headers={"Content-Type": "application/json"})
+        if status == 200:  # a request this table once refused, now served
+            check(got == 200 and "choices" in json.loads(raw),
+                  f"accepted request {data[:80]!r}: got {got} {raw[:200]!r}")
+            continue
         try:
             error = json.loads(raw)["error"]
             shaped = set(error) == {"message", "type", "param", "code"} and isinstance(error["message"], str)
@@ -420,6 +460,17 @@ def bad_requests(server):
         check(got == status and shaped and error.get("param") == param,
               f"bad request {path} {data[:80]!r}: got {got} {raw[:200]!r}, want {status} param {param!r}")
     count = len(table)
+
+    # Error bodies: a syntax error says where in our words; a huge bad value comes back as an excerpt.
+    got, raw, _ = server.request("POST", C, body=b'{"prompt": tru}')
+    message = json.loads(raw)["error"]["message"]
+    check(got == 400 and "offset 14" in message and "json.exception" not in message, f"syntax error: {message}")
+    huge = json.dumps({"prompt": "hi", "max_tokens": "z" * (1 << 20)}).encode()
+    got, raw, _ = server.request("POST", C, body=huge)
+    error = json.loads(raw)["error"]
+    check(got == 400 and error["param"] == "max_tokens" and len(error["message"]) <= 1024 and "zzz" in error["message"],
+          f"huge bad value: {got}, a message of {len(error['message'])} characters")
+    count += 2
 
     def http_case(label, status, got, body):
         check(got == status and body is not None and "error" in body, f"{label}: got {got} {body}, want {status}")
@@ -673,6 +724,7 @@ def main():
                                    timeout=120)
             goldens(client, LLAMA_NAME, "tiny-llama2tok")
             completions_vs_offline(client, llama, tmp)
+            default_sampling(client)
             protocol_checks(server, client)
             print(f"completions checked ({time.time() - start:.1f} s)", flush=True)
             bad_requests(server)

@@ -1,0 +1,33 @@
+// server/model_context.h — what the request parsers need to know about the model being served:
+// its names, tokenizer and chat template, the limits a request must fit, and the sampling
+// defaults of its generation_config.json. Filled once when the model is ready.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/generation_config.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace fg::server {
+
+struct ModelContext {
+  std::vector<std::string> served_names;        // non-empty; the first is reported in responses
+  const Tokenizer* tokenizer = nullptr;         // null: token-id prompts only, no text
+  const ChatTemplate* chat_template = nullptr;  // null: chat completions are refused
+  int64_t vocab_size = 0;
+  int64_t max_model_len = 0;  // prompt + max_tokens limit
+  int64_t block_size = 16;    // the KV cache's geometry: a request must fit it whole
+  int64_t usable_blocks = 0;
+  // The defaults of the sampling fields a request omits: generation_config.json's under
+  // --generation-config auto, none under vllm (read_generation_defaults gives both). Their
+  // max_tokens is the default of chat requests, capped by the room the prompt leaves.
+  SamplingDefaults sampling_defaults;
+  // The engine schedules by `priority` (--scheduling-policy priority). Without it a non-zero
+  // priority is refused, as vLLM refuses it, rather than silently ignored.
+  bool priority_scheduling = false;
+};
+
+}  // namespace fg::server
