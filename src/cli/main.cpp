@@ -9,10 +9,10 @@
 #include "cli/serve_command.h"
 #include "cli/tokenize_command.h"
 #include "core/error.h"
+#include "core/log.h"
 
 #ifdef FULLGRAPH_HAVE_CUDA
 #include "core/cuda/device_info.h"
-#include "core/log.h"
 #endif
 
 namespace {
