@@ -1,6 +1,8 @@
 // server/api_error.h — the one error a request can end with: an HTTP status plus OpenAI's error
-// body {"error": {"message", "type", "param", "code"}}. Everything the server refuses is thrown as
-// an ApiError where it is found, so that the field at fault travels with the message.
+// body {"error": {"message", "type", "param", "code"}}, never over 1 KiB (long messages and
+// params are cut, so an error never echoes more of the request than an excerpt). Everything the
+// server refuses is thrown as an ApiError where it is found, so that the field at fault travels
+// with the message.
 #pragma once
 
 #include <nlohmann/json.hpp>
