@@ -119,7 +119,10 @@ void HttpConnection::read() {
     } else if (in_.size() < cap) {
       in_.resize(std::min(cap, 2 * in_.size()));
     } else {
-      return;  // full: resumes once the request in the buffer is consumed
+      // Full: reading resumes once the request in the buffer is consumed. Until then a client
+      // that resets is seen by the socket's error state, not by a read.
+      if (state_ == State::kHandling) watch_for_reset();
+      return;
     }
   }
   reading_ = true;
@@ -425,18 +428,18 @@ void HttpConnection::graceful_close() {
 void HttpConnection::close() {
   if (state_ == State::kClosed) return;
   const bool unanswered = exchange_ && !(answering_ && complete_ && !output_pending());
-  if (exchange_ && options_.log_requests) log_request(unanswered && !answering_ ? 499 : status_);
   state_ = State::kClosed;
   host_.registry().remove(*this);
   timer_.cancel();
   transport_->close();
   out_.clear();
   if (exchange_) {
-    const std::shared_ptr<Exchange> exchange = std::move(exchange_);
     if (unanswered)
-      exchange->abort();
+      exchange_->abort();  // the handler cancels its work, and notes its log fields
     else
-      exchange->detach();
+      exchange_->detach();
+    log_request(unanswered && !answering_ ? 499 : status_);  // 499: nginx's "client closed request"
+    exchange_.reset();
   }
 }
 

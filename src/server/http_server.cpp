@@ -70,6 +70,9 @@ class HttpServer::Impl final : public ConnectionHost {
         retry_(accept_strand_) {
     registry_.on_empty([this] { finish_if_drained(); });
   }
+  // Connections still held by handlers the io_context destroys leave the registry then; nothing
+  // may be posted to an io_context being destroyed.
+  ~Impl() { finished_ = true; }
 
   int threads() const {
     if (options_.io_threads > 0) return options_.io_threads;
