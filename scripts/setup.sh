@@ -8,6 +8,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libpcre2-dev libutf8proc-dev libxxhash-dev
   libboost-dev libssl-dev  # the HTTP server: Boost.Beast/Asio (header-only), OpenSSL for TLS
+  openssl                  # tests/python/test_http_features.py makes its TLS certificate with it
   libcpp-httplib-dev       # the `bench serve` client
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   clang libclang-rt-dev

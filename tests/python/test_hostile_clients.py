@@ -50,7 +50,7 @@ def raise_descriptor_limit():
     if soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return min(FLOOD, soft - CLIENTS - 200)
+    return max(0, min(FLOOD, soft - CLIENTS - 200))
 
 
 def flood_connect(port, count, deadline_s=60):

@@ -129,7 +129,7 @@ def connection_checks():
     try:
         server.wait_ready()
         port = server.port
-        time.sleep(0.5)  # the readiness probes' connections have closed
+        time.sleep(1.0)  # the readiness probes' connections have closed
         # Expect: 100-continue: the interim answer, then the real one once the body is sent.
         body = json.dumps({"prompt": "hi", "max_tokens": 2}).encode()
         with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
@@ -149,14 +149,33 @@ def connection_checks():
                   second.body == b"", f"pipelined: {first!r}, {second!r}")
             start = time.time()
             closed = s.recv(10) == b""
-            check(closed and 0.5 < time.time() - start < 3, f"keep-alive timeout: closed after {time.time() - start:.1f} s")
-        time.sleep(0.3)
+            check(closed and 0.5 < time.time() - start < 5, f"keep-alive timeout: closed after {time.time() - start:.1f} s")
+        time.sleep(1.0)  # the connections above have closed
 
-        # The cap: four idle connections, oldest first; a fifth makes the oldest go.
+        # The cap, every slot busy (a request under way on each, its head read: the server said
+        # 100 Continue): a new connection gets 503.
+        busy = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(4)]
+        body = json.dumps({"prompt": "hi", "max_tokens": 1}).encode()
+        for s in busy:
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(body))
+        for s in busy:
+            check(s.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n", "at the cap: a busy connection's 100 Continue")
+        r = exchange(port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        check(r is not None and r.status == 503 and r.json()["error"]["code"] == "server_busy" and r.closed,
+              f"every connection busy: {r!r}")
+        for s in busy:
+            s.sendall(body)
+            r = Reader(s).response()
+            check(r is not None and r.status == 200, f"the busy connections are served: {r!r}")
+            s.close()
+        time.sleep(1.0)  # the connections above have closed
+
+        # The cap with four idle connections, oldest first: a fifth makes the oldest go.
         idle = []
         for _ in range(4):
             idle.append(socket.create_connection(("127.0.0.1", port), timeout=5))
-            time.sleep(0.1)
+            time.sleep(0.2)
         r = exchange(port, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         check(r is not None and r.status == 200, f"at the cap with idle connections: {r!r}")
         check(idle[0].recv(10) == b"", "at the cap: the oldest idle connection was not closed")
@@ -167,21 +186,7 @@ def connection_checks():
             except BlockingIOError:
                 gone = False
             check(not gone, "at the cap: a younger idle connection was closed")
-            s.setblocking(True)
-        # Every slot busy (a request head under way on each): a new connection gets 503.
-        idle[0].close()
-        idle[0] = socket.create_connection(("127.0.0.1", port), timeout=5)
-        time.sleep(0.2)
         for s in idle:
-            s.sendall(b"GET /health HTTP/1.1\r\n")
-        time.sleep(0.2)
-        r = exchange(port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-        check(r is not None and r.status == 503 and r.json()["error"]["code"] == "server_busy" and r.closed,
-              f"every connection busy: {r!r}")
-        for s in idle:
-            s.sendall(b"Host: x\r\n\r\n")
-            r = Reader(s).response()
-            check(r is not None and r.status == 200, f"the busy connections are served: {r!r}")
             s.close()
     finally:
         server.stop()
