@@ -6,7 +6,10 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
-  libpcre2-dev libutf8proc-dev libxxhash-dev libcpp-httplib-dev
+  libpcre2-dev libutf8proc-dev libxxhash-dev
+  libboost-dev libssl-dev  # the HTTP server: Boost.Beast/Asio (header-only), OpenSSL for TLS
+  openssl                  # tests/python/test_http_features.py makes its TLS certificate with it
+  libcpp-httplib-dev       # the `bench serve` client
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   clang libclang-rt-dev
   gnuplot-nox  # `bench serve --plot` draws its PNG with gnuplot

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli/engine_setup.h"
+#include "cli/http_flags.h"
 #include "cli/serve_flags.h"
 #include "cli/stats_logger.h"
 #include "core/log.h"
@@ -75,7 +76,6 @@ int wait_signal(const sigset_t& signals, std::chrono::milliseconds timeout) {
 void run_serve(const ServeOptions& o, const GpuBackendFactory& gpu) {
   FG_CHECK(o.max_queued_requests >= 0, "--max-queued-requests must not be negative");
   FG_CHECK(o.max_body_mib > 0 && o.max_body_mib <= 1024, "--max-request-mib must be in (0, 1024]");
-  FG_CHECK(o.http.max_connections >= 1, "--http-threads must be positive");
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -97,7 +97,8 @@ void run_serve(const ServeOptions& o, const GpuBackendFactory& gpu) {
   server::HttpServer http(http_options);
   server::ApiServer api(api_options, http);
   http.bind();  // before loading: a taken port fails at once
-  log_line(fmt::format("listening on http://{}:{} as '{}'; loading the model", http_options.host, http.port(),
+  log_line(fmt::format("listening on {}://{}:{} as '{}'; loading the model",
+                       http_options.ssl_certfile.empty() ? "http" : "https", http_options.host, http.port(),
                        api_options.served_model_names.front()));
 
   std::atomic<bool> listening_done{false};
@@ -177,19 +178,7 @@ void add_serve_command(CLI::App& app, GpuBackendFactory gpu) {
       ->capture_default_str();
   cmd->add_option("--max-request-mib", o->max_body_mib, "Largest request body, in MiB (larger: 413)")
       ->capture_default_str();
-  cmd->add_option("--http-threads", h.max_connections,
-                  "Connections served at once (one thread each; a streamed response holds its thread)")
-      ->capture_default_str();
-  cmd->add_option("--http-read-timeout", h.read_timeout_s,
-                  "Seconds within which a whole request (headers and body) must arrive")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
-  cmd->add_option("--http-write-timeout", h.write_timeout_s, "Seconds a client may stall reading before it is dropped")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
-  cmd->add_option("--keep-alive-timeout", h.keep_alive_timeout_s, "Seconds an idle connection stays open")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
+  add_http_flags(*cmd, h);
   cmd->add_option("--drain-timeout", o->drain_timeout_s,
                   "On SIGTERM/SIGINT: seconds the requests in flight may take to finish before they are aborted")
       ->capture_default_str()

@@ -4,8 +4,9 @@
 //
 // An error body never carries a request back whole: the message is cut to kMaxErrorMessageBytes
 // and the param to kMaxErrorParamBytes (never inside a UTF-8 sequence, saying how long the full
-// text was), whatever the thrower put in them. Throwers quote excerpts of what they refuse; the
-// cut here is the bound that holds even where one forgot.
+// text was), whatever the thrower put in them; and body() fits the whole JSON body, escaping
+// included, in 1 KiB. Throwers quote excerpts of what they refuse; the cuts here are the bounds
+// that hold even where one forgot.
 #pragma once
 
 #include <cstddef>

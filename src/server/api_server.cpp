@@ -3,59 +3,13 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <ctime>
 
+#include "server/generation_exchange.h"
 #include "server/generation_job.h"
 #include "server/sse_stream.h"
 
 namespace fg::server {
-
-namespace {
-
-using namespace std::chrono_literals;
-
-// How often a waiting handler looks whether its client is still there.
-constexpr auto kPollInterval = 100ms;
-
-// A streamed response's state, owned by the response's content provider. Whatever ends the
-// response — the last event written, a failed write, a client gone — destroying it cancels what
-// is still running, which frees its KV blocks.
-struct StreamSession {
-  std::shared_ptr<GenerationJob> job;
-  StreamFormatter format;
-  bool started = false;
-
-  StreamSession(std::shared_ptr<GenerationJob> j, StreamFormatter f) : job(std::move(j)), format(std::move(f)) {}
-  StreamSession(const StreamSession&) = delete;
-  StreamSession& operator=(const StreamSession&) = delete;
-  ~StreamSession() { job->cancel_unfinished(); }
-
-  // One call of the provider: write what arrived, or end the stream. False stops the response.
-  bool pump(httplib::DataSink& sink) {
-    const auto write = [&sink](const std::string& data) {
-      return data.empty() || sink.write(data.data(), data.size());
-    };
-    if (!started) {
-      started = true;
-      if (!write(format.begin())) return false;
-    }
-    // Checked before taking: once finished, every delta is already queued.
-    const bool finished = job->finished();
-    const std::vector<GenerationJob::Delta> deltas = job->take_deltas(finished ? 0ms : kPollInterval);
-    std::string out;
-    for (const GenerationJob::Delta& d : deltas) out += format.delta(d.index, d.output);
-    if (!write(out)) return false;
-    if (finished) {
-      if (!write(format.end(job->usage()))) return false;
-      sink.done();
-      return true;
-    }
-    return !(deltas.empty() && HttpServer::client_gone());
-  }
-};
-
-}  // namespace
 
 struct ApiServer::Ready {
   ServedModel model;
@@ -69,16 +23,16 @@ ApiServer::ApiServer(ApiServerOptions options, HttpServer& http)
   FG_CHECK(!options_.served_model_names.empty(), "the server needs a model name");
   if (!options_.log) options_.log = [](const std::string&) {};
   http.get(
-      "/health", [this](const auto& req, auto& res) { health(req, res); }, /*is_public=*/true);
+      "/health", [this](const auto& exchange) { health(*exchange); }, /*is_public=*/true);
   http.get(
-      "/v1/models", [this](const auto& req, auto& res) { models(req, res); }, /*is_public=*/true);
+      "/v1/models", [this](const auto& exchange) { models(*exchange); }, /*is_public=*/true);
   http.get(
-      "/metrics", [this](const auto& req, auto& res) { metrics(req, res); }, /*is_public=*/true);
+      "/metrics", [this](const auto& exchange) { metrics(*exchange); }, /*is_public=*/true);
   http.post(
-      "/v1/completions", [this](const auto& req, auto& res) { generate(Endpoint::kCompletions, req, res); },
+      "/v1/completions", [this](const auto& exchange) { generate(Endpoint::kCompletions, exchange); },
       /*is_public=*/false);
   http.post(
-      "/v1/chat/completions", [this](const auto& req, auto& res) { generate(Endpoint::kChatCompletions, req, res); },
+      "/v1/chat/completions", [this](const auto& exchange) { generate(Endpoint::kChatCompletions, exchange); },
       /*is_public=*/false);
 }
 
@@ -140,87 +94,64 @@ const ApiServer::Ready& ApiServer::require_ready() const {
   return *r;
 }
 
-void ApiServer::health(const httplib::Request&, httplib::Response& res) const {
-  try {
-    require_ready();
-    res.status = 200;
-  } catch (const ApiError& e) {
-    send_error(res, e);
-  }
+void ApiServer::health(HttpExchange& exchange) const {
+  require_ready();  // an ApiError answers 503
+  HttpResponse ok;
+  exchange.respond(std::move(ok));
 }
 
-void ApiServer::models(const httplib::Request&, httplib::Response& res) const {
-  try {
-    const Ready& r = require_ready();
-    nlohmann::ordered_json data = nlohmann::ordered_json::array();
-    for (const std::string& name : options_.served_model_names)
-      data.push_back({{"id", name},
-                      {"object", "model"},
-                      {"created", started_at_},
-                      {"owned_by", "fullgraph"},
-                      {"max_model_len", r.model.max_model_len},
-                      // Beyond OpenAI's fields, for clients that make token-id prompts (`bench serve`).
-                      {"vocab_size", r.model.vocab_size}});
-    send_json(res, 200, nlohmann::ordered_json{{"object", "list"}, {"data", data}});
-  } catch (const ApiError& e) {
-    send_error(res, e);
-  }
+void ApiServer::models(HttpExchange& exchange) const {
+  const Ready& r = require_ready();
+  nlohmann::ordered_json data = nlohmann::ordered_json::array();
+  for (const std::string& name : options_.served_model_names)
+    data.push_back({{"id", name},
+                    {"object", "model"},
+                    {"created", started_at_},
+                    {"owned_by", "fullgraph"},
+                    {"max_model_len", r.model.max_model_len},
+                    // Beyond OpenAI's fields, for clients that make token-id prompts (`bench serve`).
+                    {"vocab_size", r.model.vocab_size}});
+  exchange.respond(HttpResponse::json(200, nlohmann::ordered_json{{"object", "list"}, {"data", data}}));
 }
 
-void ApiServer::metrics(const httplib::Request&, httplib::Response& res) const {
+void ApiServer::metrics(HttpExchange& exchange) const {
   const Ready* r = ready();
-  res.status = 200;
-  res.set_content(metrics_.render(options_.served_model_names.front(), r ? r->service.get() : nullptr),
-                  "text/plain; version=0.0.4; charset=utf-8");
+  HttpResponse res;
+  res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  res.body = metrics_.render(options_.served_model_names.front(), r ? r->service.get() : nullptr);
+  exchange.respond(std::move(res));
 }
 
-void ApiServer::generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
-  try {
-    const Ready& r = require_ready();
-    const ParsedRequest parsed = parse_openai_request(endpoint, parse_json_body(req.body), r.context);
-    EngineService& service = *r.service;
-    const int64_t capacity = r.model.max_num_seqs + options_.max_queued_requests;
-    if (!service.try_admit(parsed.n, capacity))
-      throw ApiError(503,
-                     fmt::format("the server holds {} requests, its limit ({} running + {} queued); retry later",
-                                 service.held(), r.model.max_num_seqs, options_.max_queued_requests),
-                     "", "server_overloaded");
-    auto job = std::make_shared<GenerationJob>(service, metrics_, parsed.n, parsed.stream);
-    job->submit(parsed);  // releases what it could not submit
+// Errors thrown here (ApiError, or anything else as a 500) are answered by the HTTP layer.
+void ApiServer::generate(Endpoint endpoint, const std::shared_ptr<HttpExchange>& exchange) {
+  const Ready& r = require_ready();
+  const ParsedRequest parsed = parse_openai_request(endpoint, parse_json_body(exchange->request().body), r.context);
+  EngineService& service = *r.service;
+  const int64_t capacity = r.model.max_num_seqs + options_.max_queued_requests;
+  if (!service.try_admit(parsed.n, capacity))
+    throw ApiError(503,
+                   fmt::format("the server holds {} requests, its limit ({} running + {} queued); retry later",
+                               service.held(), r.model.max_num_seqs, options_.max_queued_requests),
+                   "", "server_overloaded");
+  auto job = std::make_shared<GenerationJob>(service, metrics_, parsed.n, parsed.stream);
+  job->submit(parsed);  // releases what it could not submit
 
-    const bool chat = endpoint == Endpoint::kChatCompletions;
-    ResponseHeader header{new_response_id(chat ? "chatcmpl-" : "cmpl-"), static_cast<int64_t>(std::time(nullptr)),
-                          parsed.model};
-    if (parsed.stream) {
-      auto session = std::make_shared<StreamSession>(
-          job, StreamFormatter(endpoint, header, parsed.n, parsed.top_logprobs, parsed.include_usage, r.model.tokenizer,
-                               parsed.prompt.back()));
-      res.status = 200;
-      res.set_header("Cache-Control", "no-cache");
-      res.set_chunked_content_provider("text/event-stream",
-                                       [session](size_t, httplib::DataSink& sink) { return session->pump(sink); });
-      return;
-    }
-    while (!job->wait_finished(kPollInterval)) {
-      if (HttpServer::client_gone()) {
-        job->cancel_unfinished();  // nobody will read the answer
-        HttpServer::close_after_response(res);
-        throw ApiError(499, "the client closed the connection");
-      }
-    }
-    const LogprobFormatter format(r.model.tokenizer);
-    const std::vector<ChoiceOutput> outputs = job->outputs();
-    const bool logprobs = parsed.top_logprobs >= 0;
-    send_json(res, 200,
-              chat ? chat_response(header, outputs, logprobs, job->usage(), format, parsed.prompt.back())
-                   : completion_response(header, outputs, logprobs, job->usage(), format, parsed.prompt.back()));
-  } catch (const ApiError& e) {
-    send_error(res, e);
-  } catch (const std::exception& e) {
-    // A bug, not the client's fault; say so rather than drop the connection.
-    options_.log(fmt::format("internal error serving {}: {}", req.path, e.what()));
-    send_error(res, ApiError(500, fmt::format("internal error: {}", e.what())));
+  const bool chat = endpoint == Endpoint::kChatCompletions;
+  ResponseHeader header{new_response_id(chat ? "chatcmpl-" : "cmpl-"), static_cast<int64_t>(std::time(nullptr)),
+                        parsed.model};
+  if (parsed.stream) {
+    stream_generation(exchange, std::move(job),
+                      StreamFormatter(endpoint, header, parsed.n, parsed.top_logprobs, parsed.include_usage,
+                                      r.model.tokenizer, parsed.prompt.back()));
+    return;
   }
+  answer_generation(exchange, job, [job, chat, header, tokenizer = r.model.tokenizer,
+                                    logprobs = parsed.top_logprobs >= 0, last = parsed.prompt.back()] {
+    const LogprobFormatter format(tokenizer);
+    const std::vector<ChoiceOutput> outputs = job->outputs();
+    return chat ? chat_response(header, outputs, logprobs, job->usage(), format, last)
+                : completion_response(header, outputs, logprobs, job->usage(), format, last);
+  });
 }
 
 }  // namespace fg::server

@@ -1,6 +1,6 @@
 // server/api_server.h — the OpenAI-compatible API on top of HttpServer: the routes, the model's
 // life cycle (loading → ready, or failed; an engine that dies makes /health 503), and the
-// generation endpoints, streamed (SSE) or not.
+// generation endpoints, streamed (SSE) or not (server/generation_exchange.h drives their answers).
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions (API key when one is set);
 // GET /v1/models, GET /health, GET /metrics (public).
@@ -65,10 +65,11 @@ class ApiServer {
   const Ready* ready() const;
   // The ready model, or an ApiError 503 saying why there is none.
   const Ready& require_ready() const;
-  void health(const httplib::Request& req, httplib::Response& res) const;
-  void models(const httplib::Request& req, httplib::Response& res) const;
-  void metrics(const httplib::Request& req, httplib::Response& res) const;
-  void generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
+  // Handlers (on an I/O thread; none waits: generate() submits and returns).
+  void health(HttpExchange& exchange) const;
+  void models(HttpExchange& exchange) const;
+  void metrics(HttpExchange& exchange) const;
+  void generate(Endpoint endpoint, const std::shared_ptr<HttpExchange>& exchange);
 
   ApiServerOptions options_;
   int64_t started_at_ = 0;  // Unix seconds, the "created" of /v1/models

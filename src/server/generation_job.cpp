@@ -39,12 +39,19 @@ void GenerationJob::submit(const ParsedRequest& request) {
   }
 }
 
+void GenerationJob::set_listener(std::function<void()> listener) {
+  std::lock_guard lock(mutex_);
+  listener_ = std::move(listener);
+}
+
 void GenerationJob::on_output(int64_t index, const RequestOutput& output) {
   const Clock::time_point now = Clock::now();
   bool finished_now = false;
   double e2e = 0.0;
+  std::function<void()> listener;
   {
     std::lock_guard lock(mutex_);
+    listener = listener_;
     Choice& c = choices_[static_cast<size_t>(index)];
     if (c.finished) return;
     if (!output.token_ids.empty()) {
@@ -77,6 +84,7 @@ void GenerationJob::on_output(int64_t index, const RequestOutput& output) {
     service_.release(1);
   }
   changed_.notify_all();
+  if (listener) listener();
 }
 
 std::vector<GenerationJob::Delta> GenerationJob::take_deltas(std::chrono::milliseconds timeout) {

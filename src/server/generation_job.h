@@ -1,6 +1,7 @@
 // server/generation_job.h — one HTTP generation request on the engine side: its n engine
 // requests (one per choice), the deltas they stream, and their end. The engine's callbacks run on
-// the stepping thread and only append under the job's lock; the HTTP thread takes what arrived.
+// the stepping thread and only append under the job's lock; the HTTP side takes what arrived,
+// told by the listener (called after each output, outside the lock) rather than by waiting.
 //
 // Lifetime: the engine's callbacks hold the job, so it outlives the HTTP side whenever a request is
 // still running; the HTTP side cancels what is unfinished when it gives up (client gone, server
@@ -11,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -35,6 +37,11 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   // requests (EngineService::try_admit); the job releases each one as it finishes. Throws ApiError
   // (400 for what the engine refuses, 503 when it has stopped) after cancelling what it submitted.
   void submit(const ParsedRequest& request);
+
+  // Called after each engine output has reached the job, outside its lock, on the thread that
+  // delivered it (the engine's, or one that cancels): it must only schedule work, never wait.
+  // Set it before submit().
+  void set_listener(std::function<void()> listener);
 
   struct Delta {
     int64_t index;
@@ -75,6 +82,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   int64_t num_finished_ = 0;
   int64_t prompt_tokens_ = 0;
   Clock::time_point submitted_at_;
+  std::function<void()> listener_;
 };
 
 }  // namespace fg::server

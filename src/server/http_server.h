@@ -1,76 +1,53 @@
-// server/http_server.h — the HTTP/1.1 front: cpp-httplib's parser and response writer, with the
-// connection handling taken over (server/connection_stream.h) so that the limits are ours:
-// request body and header sizes, a deadline per request, write timeouts, chunked request bodies
-// refused (411), a bounded number of connections being served and waiting (503 beyond), exact
-// routes with 404 for unknown paths and 405 for wrong methods, the optional API key, and errors
-// in OpenAI's JSON shape whoever raises them (a handler or the library's parser).
+// server/http_server.h — the HTTP/1.1 front door, event-driven on Boost.Asio: one listening
+// socket, a fixed pool of I/O threads (--http-threads) that serve every connection (no thread per
+// connection, none per request), exact-path routes with 404 for unknown paths and 405 (with
+// Allow) for wrong methods, OPTIONS answered 204 (a CORS preflight when --allowed-origins allows
+// the origin), the optional API key, and errors in OpenAI's JSON shape whoever raises them.
 //
-// Threads: one per connection being served (a streamed response keeps its thread until it ends).
-// Shutdown: drain() stops accepting; requests in flight finish, idle keep-alive connections
-// close, new requests on open connections get 503; run() returns when the last one is done.
+// What each piece owns: server/http_connection.h one connection's state machine and deadlines;
+// server/http_head.h the request head (Beast's parser plus RFC 9112's rules it lacks);
+// server/http_wire.h the bytes of our answers; server/http_registry.h the connection cap and
+// eviction; server/http_transport.h plain TCP or TLS; server/http_message.h what handlers see.
+//
+// Handlers run on an I/O thread and must not wait: see HttpExchange.
+// Shutdown: drain() stops accepting; idle connections close, answers in flight finish, new
+// requests on open connections get 503; run() returns when the last connection has closed.
 #pragma once
 
-#include <httplib.h>
-
-#include <atomic>
-#include <cstddef>
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/api_error.h"
+#include "server/http_message.h"
+#include "server/http_options.h"
 
 namespace fg::server {
 
-struct HttpServerOptions {
-  std::string host = "127.0.0.1";
-  int port = 8000;      // 0: any free port (see HttpServer::port())
-  std::string api_key;  // empty: no key needed
-  size_t max_body_bytes = 4 << 20;
-  size_t max_header_bytes = 64 << 10;
-  int read_timeout_s = 30;       // a whole request (line, headers, body) must arrive within this
-  int write_timeout_s = 60;      // a client that reads nothing for this long is dropped
-  int keep_alive_timeout_s = 5;  // an idle connection closes after this
-  size_t keep_alive_max_requests = 1000;
-  size_t max_connections = 512;          // connections served at once (one thread each)
-  size_t max_pending_connections = 128;  // accepted, waiting for a thread; beyond this: 503
-};
-
 class HttpServer {
  public:
-  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  using Handler = std::function<void(const std::shared_ptr<HttpExchange>&)>;
 
   explicit HttpServer(HttpServerOptions options);
   ~HttpServer();
 
-  // Exact-path routes. `is_public` routes are served without the API key.
+  // Exact-path routes (also served under options.root_path). `is_public` routes are served
+  // without the API key. A GET route answers HEAD too.
   void get(const std::string& path, Handler handler, bool is_public);
   void post(const std::string& path, Handler handler, bool is_public);
 
-  // Binds the listening socket; throws fg::Error when it cannot (e.g. the port is taken).
+  // Binds the listening socket, loads the TLS files and raises the descriptor limit to fit the
+  // connection cap; throws fg::Error when it cannot (e.g. the port is taken).
   void bind();
   int port() const;
-  // Accepts and serves until drained (blocks). Call bind() first.
+  // Serves until drained, on the calling thread and options.io_threads - 1 more. Call bind() first.
   void run();
   // Starts the drain (idempotent, any thread, also before run()).
   void drain();
   bool draining() const;
 
-  // For handlers, which run on the thread of their connection:
-  // whether the client of the request being handled has closed its connection;
-  static bool client_gone();
-  // that the connection must close after `res` (which then says so: "Connection: close").
-  static void close_after_response(httplib::Response& res);
-
  private:
   class Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Response helpers: JSON bodies, and ApiError as OpenAI's error body with its status.
-void send_json(httplib::Response& res, int status, const nlohmann::json& body);
-void send_json(httplib::Response& res, int status, const nlohmann::ordered_json& body);
-void send_error(httplib::Response& res, const ApiError& error);
 
 }  // namespace fg::server
