@@ -91,7 +91,7 @@ void run_batch_generate(const BatchGenerateOptions& o, const GpuBackendFactory& 
     item.spec.stop.max_tokens = o.default_max_tokens;
     try {
       item.spec.prompt = prompt_of(line, *setup, number);
-      read_request_fields(line, item.spec);
+      read_request_fields(line, item.spec, setup->generation.sampling, setup->config.vocab_size);
     } catch (const Error& e) {
       fail("{} line {}: {}", o.prompts_file, number, e.what());
     }

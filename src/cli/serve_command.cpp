@@ -40,8 +40,7 @@ struct ServeOptions {
   int64_t max_queued_requests = 256;
   double max_body_mib = 4.0;
   double drain_timeout_s = 30.0;
-  // vLLM's serve flags (serve_flags.h). For the server to honour, once it can: vllm.max_logprobs
-  // and vllm.return_tokens_as_token_ids; the engine's chat/tokenizer/dtype options are in `engine`.
+  // vLLM's serve flags (serve_flags.h); the engine's chat/tokenizer/dtype options are in `engine`.
   ServeFlags vllm;
 };
 
@@ -53,7 +52,7 @@ std::string default_model_name(const EngineSetupOptions& o) {
   return "fullgraph-builtin";
 }
 
-server::ServedModel served_model(const EngineSetup& s) {
+server::ServedModel served_model(const EngineSetup& s, const ServeOptions& o) {
   server::ServedModel m;
   m.engine = s.engine.get();
   m.tokenizer = s.tokenizer.get();
@@ -63,6 +62,9 @@ server::ServedModel served_model(const EngineSetup& s) {
   m.max_num_seqs = s.max_num_seqs;
   m.block_size = s.blocks->block_size();
   m.usable_blocks = s.blocks->num_usable_blocks();
+  m.sampling_defaults = s.generation.sampling;
+  m.priority_scheduling = o.engine.scheduling_policy == "priority";
+  m.max_logprobs = o.vllm.max_logprobs;
   return m;
 }
 
@@ -109,7 +111,7 @@ void run_serve(const ServeOptions& o, const GpuBackendFactory& gpu) {
   std::thread loader([&] {
     try {
       setup = build_engine(o.engine, gpu, log_line);
-      api.set_ready(served_model(*setup));
+      api.set_ready(served_model(*setup, o));
       log_line(fmt::format("ready: {} on {}", setup->source, o.engine.device));
       if (!o.vllm.disable_log_stats)
         stats_logger = std::make_unique<EngineStatsLogger>(

@@ -5,9 +5,12 @@
 
 #include <ctime>
 
+#include "server/completion_request.h"
 #include "server/generation_exchange.h"
 #include "server/generation_job.h"
+#include "server/model_endpoints.h"
 #include "server/sse_stream.h"
+#include "server/tokenize_endpoints.h"
 
 namespace fg::server {
 
@@ -27,7 +30,14 @@ ApiServer::ApiServer(ApiServerOptions options, HttpServer& http)
   http.get(
       "/v1/models", [this](const auto& exchange) { models(*exchange); }, /*is_public=*/true);
   http.get(
+      "/v1/models/*", [this](const auto& exchange) { model(*exchange); }, /*is_public=*/true);
+  http.get(
       "/metrics", [this](const auto& exchange) { metrics(*exchange); }, /*is_public=*/true);
+  // vLLM serves these without its API key; they run the model's tokenizer, so ours asks for it.
+  http.post(
+      "/tokenize", [this](const auto& exchange) { tokenize(*exchange); }, /*is_public=*/false);
+  http.post(
+      "/detokenize", [this](const auto& exchange) { detokenize(*exchange); }, /*is_public=*/false);
   http.post(
       "/v1/completions", [this](const auto& exchange) { generate(Endpoint::kCompletions, exchange); },
       /*is_public=*/false);
@@ -57,6 +67,9 @@ void ApiServer::set_ready(ServedModel model) {
   c.max_model_len = r->model.max_model_len;
   c.block_size = r->model.block_size;
   c.usable_blocks = r->model.usable_blocks;
+  c.sampling_defaults = r->model.sampling_defaults;
+  c.priority_scheduling = r->model.priority_scheduling;
+  c.max_logprobs = r->model.max_logprobs;
   r->service = std::make_unique<EngineService>(*r->model.engine);
   ready_owner_ = std::move(r);
   ready_.store(ready_owner_.get(), std::memory_order_release);
@@ -101,17 +114,23 @@ void ApiServer::health(HttpExchange& exchange) const {
 }
 
 void ApiServer::models(HttpExchange& exchange) const {
+  exchange.respond(HttpResponse::json(200, model_list(require_ready().context, started_at_)));
+}
+
+void ApiServer::model(HttpExchange& exchange) const {
+  constexpr std::string_view kPrefix = "/v1/models/";
+  const std::string_view id = std::string_view(exchange.request().path).substr(kPrefix.size());
+  exchange.respond(HttpResponse::json(200, retrieve_model(require_ready().context, id, started_at_)));
+}
+
+void ApiServer::tokenize(HttpExchange& exchange) const {
   const Ready& r = require_ready();
-  nlohmann::ordered_json data = nlohmann::ordered_json::array();
-  for (const std::string& name : options_.served_model_names)
-    data.push_back({{"id", name},
-                    {"object", "model"},
-                    {"created", started_at_},
-                    {"owned_by", "fullgraph"},
-                    {"max_model_len", r.model.max_model_len},
-                    // Beyond OpenAI's fields, for clients that make token-id prompts (`bench serve`).
-                    {"vocab_size", r.model.vocab_size}});
-  exchange.respond(HttpResponse::json(200, nlohmann::ordered_json{{"object", "list"}, {"data", data}}));
+  exchange.respond(HttpResponse::json(200, tokenize_response(parse_json_body(exchange.request().body), r.context)));
+}
+
+void ApiServer::detokenize(HttpExchange& exchange) const {
+  const Ready& r = require_ready();
+  exchange.respond(HttpResponse::json(200, detokenize_response(parse_json_body(exchange.request().body), r.context)));
 }
 
 void ApiServer::metrics(HttpExchange& exchange) const {
@@ -137,18 +156,18 @@ void ApiServer::generate(Endpoint endpoint, const std::shared_ptr<HttpExchange>&
   job->submit(parsed);  // releases what it could not submit
 
   const bool chat = endpoint == Endpoint::kChatCompletions;
-  ResponseHeader header{new_response_id(chat ? "chatcmpl-" : "cmpl-"), static_cast<int64_t>(std::time(nullptr)),
-                        parsed.model};
+  const ResponseHeader header{response_id(parsed, exchange->request().header("X-Request-Id").value_or("")),
+                              static_cast<int64_t>(std::time(nullptr)), parsed.model};
   if (parsed.stream) {
-    stream_generation(exchange, std::move(job),
-                      StreamFormatter(endpoint, header, parsed.n, parsed.top_logprobs, parsed.include_usage,
-                                      r.model.tokenizer, parsed.prompt.back()));
+    stream_generation(exchange, std::move(job), StreamFormatter(header, parsed, r.model.tokenizer));
     return;
   }
-  answer_generation(exchange, job, [job, chat, header, tokenizer = r.model.tokenizer,
-                                    logprobs = parsed.top_logprobs >= 0, last = parsed.prompt.back()] {
+  answer_generation(exchange, job, [job, chat, header, parsed, tokenizer = r.model.tokenizer] {
     const LogprobFormatter format(tokenizer);
-    const std::vector<ChoiceOutput> outputs = job->outputs();
+    std::vector<ChoiceOutput> outputs = job->outputs();
+    prepend_echo(outputs, parsed);
+    const bool logprobs = parsed.top_logprobs >= 0;
+    const int32_t last = parsed.prompt.back();
     return chat ? chat_response(header, outputs, logprobs, job->usage(), format, last)
                 : completion_response(header, outputs, logprobs, job->usage(), format, last);
   });

@@ -35,6 +35,9 @@ struct ServedModel {
   int64_t block_size = 16;
   int64_t usable_blocks = 0;
   int64_t max_num_seqs = 1;
+  SamplingDefaults sampling_defaults;  // for fields a request omits (generation_config.json)
+  bool priority_scheduling = false;    // the engine schedules by priority
+  int64_t max_logprobs = kMaxLogprobs; // --max-logprobs
 };
 
 struct ApiServerOptions {
@@ -68,6 +71,10 @@ class ApiServer {
   // Handlers (on an I/O thread; none waits: generate() submits and returns).
   void health(HttpExchange& exchange) const;
   void models(HttpExchange& exchange) const;
+  void model(HttpExchange& exchange) const;  // GET /v1/models/{id}
+  // POST /tokenize and /detokenize, vLLM's.
+  void tokenize(HttpExchange& exchange) const;
+  void detokenize(HttpExchange& exchange) const;
   void metrics(HttpExchange& exchange) const;
   void generate(Endpoint endpoint, const std::shared_ptr<HttpExchange>& exchange);
 

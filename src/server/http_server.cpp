@@ -50,6 +50,13 @@ size_t raise_descriptor_limit(size_t want) {
   return limit.rlim_cur == RLIM_INFINITY ? want : static_cast<size_t>(limit.rlim_cur);
 }
 
+// An exact path, or a "/prefix/*" pattern with something after the prefix.
+bool route_matches(std::string_view pattern, std::string_view path) {
+  if (!pattern.ends_with("/*")) return pattern == path;
+  const std::string_view prefix = pattern.substr(0, pattern.size() - 1);
+  return path.size() > prefix.size() && path.starts_with(prefix);
+}
+
 }  // namespace
 
 class HttpServer::Impl final : public ConnectionHost {
@@ -228,7 +235,7 @@ Admission HttpServer::Impl::admit(const HttpRequest& request, const HeadInfo& he
   const Route* route = nullptr;
   std::string allowed;
   for (const Route& r : routes_) {
-    if (r.path != request.path) continue;
+    if (!route_matches(r.path, request.path)) continue;
     allowed += allowed.empty() ? r.method : ", " + r.method;
     if (r.method == request.method || (r.method == "GET" && request.method == "HEAD")) route = &r;
   }

@@ -30,8 +30,9 @@ class HttpServer {
   explicit HttpServer(HttpServerOptions options);
   ~HttpServer();
 
-  // Exact-path routes (also served under options.root_path). `is_public` routes are served
-  // without the API key. A GET route answers HEAD too.
+  // Exact-path routes (also served under options.root_path); a path ending in "/*" matches every
+  // path under it with a non-empty rest (e.g. "/v1/models/*": "/v1/models/tiny"). `is_public`
+  // routes are served without the API key. A GET route answers HEAD too.
   void get(const std::string& path, Handler handler, bool is_public);
   void post(const std::string& path, Handler handler, bool is_public);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/generation_config.h"
+#include "sampling/sampling_params.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,6 +29,8 @@ struct ModelContext {
   // The engine schedules by `priority` (--scheduling-policy priority). Without it a non-zero
   // priority is refused, as vLLM refuses it, rather than silently ignored.
   bool priority_scheduling = false;
+  // The most top logprobs a request may ask for (--max-logprobs; at most kMaxLogprobs).
+  int64_t max_logprobs = kMaxLogprobs;
 };
 
 }  // namespace fg::server

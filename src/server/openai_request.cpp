@@ -179,6 +179,12 @@ void read_spec(const json& body, const ModelContext& model, ParsedRequest& r) {
   // vLLM: echo with logprobs returns the prompt's logprobs too, at the same count.
   if (r.echo && r.top_logprobs >= 0 && field(body, "prompt_logprobs") == nullptr)
     spec.prompt_logprobs = r.top_logprobs;
+  // --max-logprobs, as vLLM checks it: the most top logprobs a request may ask for.
+  const char* asked = r.endpoint == Endpoint::kChatCompletions ? "top_logprobs" : "logprobs";
+  for (const auto& [name, count] : {std::pair{asked, r.top_logprobs}, {"prompt_logprobs", spec.prompt_logprobs}})
+    if (count > model.max_logprobs)
+      bad_request(name, fmt::format("'{}' asks for {} logprobs; this server returns at most {} (--max-logprobs)",
+                                    name, count, model.max_logprobs));
 }
 
 }  // namespace

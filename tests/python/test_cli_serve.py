@@ -11,36 +11,18 @@
 - vLLM's other serve flags are taken: --max-logprobs, --return-tokens-as-token-ids, --dtype,
   --generation-config, --log-level.
 """
-import http.client
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 
-BINARY = os.environ["FULLGRAPH_BINARY"]
-TESTDATA = os.environ["FULLGRAPH_TESTDATA"]
+import serve_process
+from serve_process import TESTDATA, check, failures
+
 E2E = os.path.join(TESTDATA, "e2e", "tiny-qwen3tok")
 TOKENIZER = os.path.join(TESTDATA, "tokenizers", "qwen3")
 STATS = "Avg prompt throughput:"
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-    return cond
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def weights_only(path):
@@ -51,51 +33,15 @@ def weights_only(path):
     return path
 
 
-class Server:
+class Server(serve_process.Server):
+    """The e2e model's server: RoPE as its references rounded it, the stats line every 0.2 s."""
+
     def __init__(self, args, tmp, env=None):
-        self.port = free_port()
-        self.log_path = os.path.join(tmp, f"server-{self.port}.log")
-        self.log = open(self.log_path, "w")
-        full_env = dict(os.environ, FULLGRAPH_LOG_STATS_INTERVAL="0.2", **(env or {}))
-        self.proc = subprocess.Popen([BINARY, "serve", *args, "--port", str(self.port), "--rope-inv-freq-bf16"],
-                                     stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
+        super().__init__([*args, "--rope-inv-freq-bf16"], tmp, dict(FULLGRAPH_LOG_STATS_INTERVAL="0.2", **(env or {})))
 
-    def request(self, method, path, body=None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        try:
-            conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                         headers={"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            return resp.status, json.loads(resp.read() or b"null")
-        finally:
-            conn.close()
-
-    def wait_ready(self, timeout=120):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                sys.exit(f"the server exited with {self.proc.returncode}: " + self.text())
-            try:
-                if self.request("GET", "/health")[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        sys.exit("the server did not become healthy: " + self.text())
-
-    def text(self):
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = "timeout"
-        self.log.close()
-        return code
+    def request(self, method, path, body=None, headers=None):
+        status, data, _ = super().request(method, path, body, headers)
+        return status, data
 
 
 def golden_prompt_line():
@@ -105,7 +51,8 @@ def golden_prompt_line():
 
 def complete(server, model):
     status, body = server.request("POST", "/v1/completions",
-                                  {"model": model, "prompt": "Hello", "max_tokens": 12, "ignore_eos": True})
+                                  {"model": model, "prompt": "Hello", "max_tokens": 12, "ignore_eos": True,
+                                   "temperature": 0})
     check(status == 200, f"completion: status {status}: {body}")
     return body["choices"][0]["text"] if status == 200 else None
 
@@ -131,7 +78,7 @@ def hf_cache_name_with_tokenizer_and_template(tmp):
         text = complete(server, "org/tiny-qwen3")
         check(text == want, f"completion of 'Hello': {text!r} != golden {want!r}")
         status, body = server.request("POST", "/v1/chat/completions",
-                                      {"model": "org/tiny-qwen3", "max_tokens": 12, "ignore_eos": True,
+                                      {"model": "org/tiny-qwen3", "max_tokens": 12, "ignore_eos": True, "temperature": 0,
                                        "messages": [{"role": "user", "content": "anything at all"}]})
         check(status == 200, f"chat: status {status}: {body}")
         if status == 200:
