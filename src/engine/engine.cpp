@@ -14,6 +14,9 @@ struct Engine::Request {
   SchedRequest sched;  // tokens = prompt + generated
   SamplingParams sampling;
   std::vector<std::pair<int32_t, float>> logit_bias;
+  int32_t prompt_logprobs = -1;                 // RequestSpec::prompt_logprobs
+  std::vector<TokenLogprobs> prompt_logprobs_out;  // scored so far; delivered with the first delta
+  bool prompt_logprobs_sent = false;
   RequestOutputProcessor output;
   std::function<void(const RequestOutput&)> on_output;
   bool finished = false;
@@ -72,6 +75,8 @@ uint64_t Engine::submit(RequestSpec spec) {
     if (!spec.has_seed) spec.sampling.seed = static_cast<int64_t>(seed_generator_());
     request->sampling = spec.sampling;
     request->logit_bias = std::move(spec.logit_bias);
+    request->prompt_logprobs = spec.prompt_logprobs;
+    request->sched.skip_prefix_cache = spec.prompt_logprobs >= 0;
     request->on_output = std::move(spec.on_output);
     request->sched.id = next_id_++;
     request->sched.arrival = next_arrival_++;
@@ -144,6 +149,7 @@ RequestOutput Engine::delta_of(const Request& request) const {
   d.num_prompt_tokens = request.sched.num_prompt_tokens;
   d.num_generated_tokens = request.num_generated();
   d.num_cached_tokens = std::max<int64_t>(0, request.sched.num_cached_tokens);
+  if (!request.prompt_logprobs_sent && request.prompt_logprobs >= 0) d.prompt_logprobs = request.prompt_logprobs_out;
   return d;
 }
 
@@ -161,6 +167,7 @@ RequestOutput Engine::accept_token(Request& request, int32_t token, const TokenL
     finish(request);
   }
   RequestOutput output = delta_of(request);
+  request.prompt_logprobs_sent = true;
   request.pending_ids.clear();
   request.pending_text.clear();
   request.pending_logprobs.clear();
@@ -201,6 +208,7 @@ bool Engine::step() {
     }
   }
 
+  score_prompts(plan, in_flight, block_ids);
   const StepResult result = executor_.execute(scheduled);
   FG_CHECK(result.sampled.size() == scheduled.size(), "engine: the step returned {} tokens for {} requests",
            result.sampled.size(), scheduled.size());
@@ -227,6 +235,24 @@ bool Engine::step() {
   for (size_t k = 0; k < outputs.size(); ++k)
     if (owners[k]->on_output) owners[k]->on_output(outputs[k]);
   return true;
+}
+
+void Engine::score_prompts(const SchedulerOutput& plan, const std::vector<std::shared_ptr<Request>>& in_flight,
+                           const std::vector<std::vector<int32_t>>& block_ids) {
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    Request& request = *in_flight[i];
+    const SchedRequest& s = request.sched;
+    // This chunk's prompt positions that predict another prompt token.
+    // Positions scored before a preemption made the request compute its prompt again are not
+    // scored twice.
+    const int64_t first = std::max<int64_t>(s.num_computed, static_cast<int64_t>(request.prompt_logprobs_out.size()));
+    const int64_t last = std::min(s.num_computed + plan.chunks[i].num_tokens, s.num_prompt_tokens - 1);
+    if (request.prompt_logprobs < 0 || first >= last) continue;
+    std::vector<TokenLogprobs> scored =
+        executor_.prompt_logprobs(s.tokens, first, last, block_ids[i], request.prompt_logprobs);
+    std::lock_guard lock(mutex_);
+    request.prompt_logprobs_out.insert(request.prompt_logprobs_out.end(), scored.begin(), scored.end());
+  }
 }
 
 bool Engine::has_unfinished() const {

@@ -124,6 +124,10 @@ class Engine {
 
  private:
   struct Request;
+  // Before a step: the prompt logprobs of the prompt positions its chunks prefill, for the requests
+  // that asked (StepExecutor::prompt_logprobs), outside the lock.
+  void score_prompts(const SchedulerOutput& plan, const std::vector<std::shared_ptr<Request>>& in_flight,
+                     const std::vector<std::vector<int32_t>>& block_ids);
   // Throws naming the token: ids outside the vocabulary, non-finite or out-of-range biases, repeats.
   void validate_logit_bias(const std::vector<std::pair<int32_t, float>>& bias) const;
   // Appends the sampled token to a request whose step reached the end of its tokens; returns the

@@ -100,7 +100,7 @@ SchedulerOutput Scheduler::schedule() {
          static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
     SchedRequest* request = waiting_.front();
     FG_ASSERT(!kv_.holds(request->id) && request->num_computed == 0);
-    const int64_t cached = kv_.acquire_cached_prefix(request->id, request->tokens);
+    const int64_t cached = request->skip_prefix_cache ? 0 : kv_.acquire_cached_prefix(request->id, request->tokens);
     const int64_t n = std::min(static_cast<int64_t>(request->tokens.size()) - cached, budget);
     if (!kv_.allocate(request->id, cached + n)) {
       kv_.free(request->id);  // give the cached prefix back: the request stays waiting

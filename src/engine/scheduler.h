@@ -44,6 +44,7 @@ struct SchedRequest {
   uint64_t id = 0;
   int64_t arrival = 0;            // submission order: lower is older
   int64_t priority = 0;           // under the priority policy: lower runs first
+  bool skip_prefix_cache = false; // computes its whole prompt (prompt logprobs need every position)
   std::vector<int32_t> tokens;    // [prompt + generated so far]
   int64_t num_prompt_tokens = 0;
   int64_t num_computed = 0;       // leading tokens whose KV is in the request's blocks

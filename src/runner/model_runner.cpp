@@ -126,32 +126,44 @@ void ModelRunner::enqueue_step(const StepLayout& layout, int64_t uniform_query_l
 }
 
 StepResult ModelRunner::read_results(const std::vector<ScheduledRequest>& requests, const StagedStep& staged) {
-  const int64_t n = static_cast<int64_t>(requests.size()), S = options_.max_num_seqs;
+  const int64_t n = static_cast<int64_t>(requests.size());
   StepResult result;
   result.sampled.resize(static_cast<size_t>(n));
   if (!staged.any_logprobs) {
     backend_.copy_to_host(result.sampled.data(), sampled_ids(n));
     return result;
   }
-  // Everything up to the last real row's top logprobs, in one copy.
-  const int64_t words = 2 * S + S * kMaxLogprobs + n * kMaxLogprobs;
+  const std::vector<int32_t> host = copy_outputs(n);
+  std::copy_n(host.begin(), n, result.sampled.begin());
+  std::vector<int32_t> wanted;
+  for (const ScheduledRequest& r : requests) wanted.push_back(r.sampling.num_logprobs);
+  result.logprobs = logprobs_of(host, wanted);
+  return result;
+}
+
+std::vector<int32_t> ModelRunner::copy_outputs(int64_t n) {
+  const int64_t S = options_.max_num_seqs, words = 2 * S + S * kMaxLogprobs + n * kMaxLogprobs;
   std::vector<int32_t> host(static_cast<size_t>(words));
   backend_.copy_to_host(host.data(), outputs_.tensor.rows(0, words));
-  std::copy_n(host.begin(), n, result.sampled.begin());
-  const float* sampled_logprob = reinterpret_cast<const float*>(host.data() + S);
-  const int32_t* top_ids = host.data() + 2 * S;
-  const float* top_logprobs = reinterpret_cast<const float*>(host.data() + 2 * S + S * kMaxLogprobs);
-  result.logprobs.resize(static_cast<size_t>(n));
-  for (int64_t r = 0; r < n; ++r) {
-    const int32_t wanted = requests[r].sampling.num_logprobs;
-    if (wanted < 0) continue;
-    TokenLogprobs& lp = result.logprobs[r];
+  return host;
+}
+
+std::vector<TokenLogprobs> ModelRunner::logprobs_of(const std::vector<int32_t>& outputs,
+                                                    const std::vector<int32_t>& wanted) const {
+  const int64_t S = options_.max_num_seqs;
+  const float* sampled_logprob = reinterpret_cast<const float*>(outputs.data() + S);
+  const int32_t* top_ids = outputs.data() + 2 * S;
+  const float* top_logprobs = reinterpret_cast<const float*>(outputs.data() + 2 * S + S * kMaxLogprobs);
+  std::vector<TokenLogprobs> logprobs(wanted.size());
+  for (size_t r = 0; r < wanted.size(); ++r) {
+    if (wanted[r] < 0) continue;
+    TokenLogprobs& lp = logprobs[r];
     lp.logprob = sampled_logprob[r];
-    const int64_t count = std::min<int64_t>(wanted, limits_.vocab_size);
+    const int64_t count = std::min<int64_t>(wanted[r], limits_.vocab_size);
     for (int64_t k = 0; k < count; ++k)
       lp.top.emplace_back(top_ids[r * kMaxLogprobs + k], top_logprobs[r * kMaxLogprobs + k]);
   }
-  return result;
+  return logprobs;
 }
 
 std::string ModelRunner::graph_refusal(const StepShape& shape, Bucket* bucket) const {

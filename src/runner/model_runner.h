@@ -63,6 +63,10 @@ class ModelRunner final : public StepExecutor {
   StepResult execute(const std::vector<ScheduledRequest>& requests) override;
   // The same step unpadded, launch by launch with the real sizes: the reference for graph == eager.
   StepResult execute_eager(const std::vector<ScheduledRequest>& requests);
+  // StepExecutor::prompt_logprobs, eagerly, in passes of at most max_num_seqs tokens (the model's
+  // logits rows); prompt_logprobs.cpp.
+  std::vector<TokenLogprobs> prompt_logprobs(std::span<const int32_t> tokens, int64_t first, int64_t last,
+                                             std::span<const int32_t> block_ids, int32_t k) override;
 
   const RunnerStats& stats() const { return stats_; }
   const BucketTable& buckets() const { return buckets_; }
@@ -100,6 +104,10 @@ class ModelRunner final : public StepExecutor {
   LogprobTensors logprob_outputs(int64_t rows) const;
   // The sampled ids of the real requests, and their logprobs when the step asked for any.
   StepResult read_results(const std::vector<ScheduledRequest>& requests, const StagedStep& staged);
+  // The step outputs up to row n - 1's top logprobs (n <= max_num_seqs), in one copy; and rows
+  // [0, wanted.size()) of such a copy as logprobs, row r with its top wanted[r] (-1: none).
+  std::vector<int32_t> copy_outputs(int64_t n);
+  std::vector<TokenLogprobs> logprobs_of(const std::vector<int32_t>& outputs, const std::vector<int32_t>& wanted) const;
   // Why a step cannot replay a graph, or "" when it can (sets *bucket).
   std::string graph_refusal(const StepShape& shape, Bucket* bucket) const;
   void log_once(const std::string& reason);

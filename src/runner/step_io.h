@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "runner/buckets.h"
 #include "sampling/sampling_params.h"
 
@@ -57,6 +58,16 @@ class StepExecutor {
  public:
   virtual ~StepExecutor() = default;
   virtual StepResult execute(const std::vector<ScheduledRequest>& requests) = 0;
+  // vLLM's prompt_logprobs: entry i is the raw logprob of tokens[first + 1 + i] given the tokens
+  // before it, with the top k (sampling_params.h, item 4), for i in [0, last - first). An eager pass
+  // over tokens [first, last), whose KV lands in `block_ids` (the request's), where the step that
+  // prefills those tokens writes it again; so it may run just before that step. Executors without
+  // a model cannot.
+  virtual std::vector<TokenLogprobs> prompt_logprobs(std::span<const int32_t> tokens, int64_t first, int64_t last,
+                                                     std::span<const int32_t> block_ids, int32_t k) {
+    (void)tokens, (void)first, (void)last, (void)block_ids, (void)k;
+    fail("prompt logprobs need a model; this executor has none");
+  }
 };
 
 }  // namespace fg
