@@ -244,13 +244,13 @@ TEST(ServerResponses, CompletionAndChatShapes) {
   c.finish_reason = FinishReason::kStop;
   c.stop_reason = std::string("x");
   const LogprobFormatter format(nullptr);
-  const ojson r = completion_response(h, {c}, false, {3, 2}, format, 0);
+  const ojson r = completion_response(h, {c}, false, {3, 2}, format);
   EXPECT_EQ(
       r.dump(),
       R"({"id":"cmpl-1","object":"text_completion","created":123,"model":"tiny","choices":[{"index":0,"text":"ab",)"
       R"("logprobs":null,"finish_reason":"stop","stop_reason":"x"}],"usage":{"prompt_tokens":3,"completion_tokens":2,)"
       R"("total_tokens":5}})");
-  const ojson chat = chat_response(h, {c}, false, {3, 2}, format, 0);
+  const ojson chat = chat_response(h, {c}, false, {3, 2}, format);
   EXPECT_EQ(chat["object"], "chat.completion");
   EXPECT_EQ(chat["choices"][0]["message"], (ojson{{"role", "assistant"}, {"content", "ab"}}));
   const ojson chunk = chat_chunk(h, 1, {{"content", "a"}}, nullptr, FinishReason::kNone, std::nullopt, true);
@@ -267,15 +267,15 @@ TEST(ServerResponses, LogprobFormats) {
   const LogprobFormatter format(&tokenizer);
   const std::vector<int32_t> ids = tokenizer.encode("hi there", false);
   ASSERT_GE(ids.size(), 2u);
-  std::vector<TokenLogprobs> lps(ids.size());
+  std::vector<OutputLogprobs> lps(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    lps[i].logprob = -0.5f * static_cast<float>(i + 1);
-    lps[i].top = {{ids[i], lps[i].logprob}, {7, -std::numeric_limits<float>::infinity()}};
+    lps[i].token = ids[i];
+    lps[i].in_text = true;
+    lps[i].logprobs.logprob = -0.5f * static_cast<float>(i + 1);
+    lps[i].logprobs.top = {{ids[i], lps[i].logprobs.logprob}, {7, -std::numeric_limits<float>::infinity()}};
   }
-  int32_t previous = 510;  // <|begin_of_text|>
-  int64_t offset = 0;
-  const ojson c = format.completion(ids, lps, previous, offset);
-  EXPECT_EQ(previous, ids.back());
+  LogprobFormatter::Cursor cursor = format.start();
+  const ojson c = format.completion(lps, cursor);
   std::string joined;
   for (size_t i = 0; i < ids.size(); ++i) {
     EXPECT_EQ(c["text_offset"][i], static_cast<int64_t>(joined.size()));  // ASCII: bytes are characters
@@ -284,14 +284,13 @@ TEST(ServerResponses, LogprobFormats) {
     EXPECT_EQ(c["top_logprobs"][i].size(), 2u);
   }
   EXPECT_EQ(joined, "hi there");  // token strings keep their spaces and join to the text
-  EXPECT_EQ(offset, 8);
-  previous = 510;
-  const ojson content = format.chat_content(ids, lps, previous);
+  cursor = format.start();
+  const ojson content = format.chat_content(lps, cursor);
   ASSERT_EQ(content.size(), ids.size());
   EXPECT_EQ(content[0]["top_logprobs"][1]["logprob"], -9999.0);  // -inf has no JSON spelling
   const std::string token = content[1]["token"];
   EXPECT_EQ(content[1]["bytes"].size(), token.size());
-  EXPECT_EQ(LogprobFormatter(nullptr).token_text(0, 42), "token_id:42");
+  EXPECT_EQ(LogprobFormatter(nullptr).token_string(42, ""), "token_id:42");
 }
 
 TEST(ServerSse, StreamFraming) {
@@ -320,7 +319,7 @@ TEST(ServerSse, StreamFraming) {
   const std::string end = chat.end({2, 3});
   EXPECT_EQ(end.substr(end.size() - kSseDone.size()), kSseDone);
   EXPECT_NE(end.find(R"("choices":[],"usage":{"prompt_tokens":2)"), std::string::npos) << end;
-  StreamFormatter plain(Endpoint::kCompletions, h, 1, -1, false, nullptr, 0);
+  StreamFormatter plain(Endpoint::kCompletions, h, 1, -1, false, LogprobFormatter(nullptr));
   EXPECT_EQ(plain.begin(), "");
   EXPECT_EQ(plain.end({1, 1}), std::string(kSseDone));
 }

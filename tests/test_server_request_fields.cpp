@@ -186,7 +186,7 @@ TEST_F(RequestFields, StreamOptionsContinuousUsageStats) {
                      {"stream_options", {{"continuous_usage_stats", true}}}})
                    .continuous_usage);
   const int64_t prompt_tokens = static_cast<int64_t>(r.prompt.size());
-  StreamFormatter format(ResponseHeader{"chatcmpl-1", 1, "tiny"}, r, &tokenizer_);
+  StreamFormatter format(ResponseHeader{"chatcmpl-1", 1, "tiny"}, r, LogprobFormatter(&tokenizer_));
   const std::string begin = format.begin();
   EXPECT_NE(begin.find(fmt::format(R"("usage":{{"prompt_tokens":{},"completion_tokens":0)", prompt_tokens)),
             std::string::npos)
@@ -203,13 +203,13 @@ TEST_F(RequestFields, StreamOptionsContinuousUsageStats) {
   // Without it, chunks carry "usage": null and only the last chunk has the counts.
   ParsedRequest plain = r;
   plain.continuous_usage = false;
-  StreamFormatter quiet(ResponseHeader{"chatcmpl-2", 1, "tiny"}, plain, &tokenizer_);
+  StreamFormatter quiet(ResponseHeader{"chatcmpl-2", 1, "tiny"}, plain, LogprobFormatter(&tokenizer_));
   EXPECT_NE(quiet.delta(0, out).find(R"("usage":null)"), std::string::npos);
 }
 
 TEST_F(RequestFields, StreamedEchoOpensEachChoiceOnce) {
   const ParsedRequest r = completion({{"prompt", "hello"}, {"echo", true}, {"n", 2}, {"stream", true}});
-  StreamFormatter format(ResponseHeader{"cmpl-1", 1, "tiny"}, r, &tokenizer_);
+  StreamFormatter format(ResponseHeader{"cmpl-1", 1, "tiny"}, r, LogprobFormatter(&tokenizer_));
   RequestOutput out;
   out.token_ids = {65};
   out.text = " A";

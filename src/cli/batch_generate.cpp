@@ -56,10 +56,10 @@ std::vector<int32_t> prompt_of(const nlohmann::json& line, const EngineSetup& se
   return setup.tokenizer->encode(rendered, /*add_special_tokens=*/false);
 }
 
-nlohmann::json logprobs_json(const TokenLogprobs& lp, int32_t token) {
+nlohmann::json logprobs_json(const OutputLogprobs& entry) {
   nlohmann::json top = nlohmann::json::array();
-  for (const auto& [id, value] : lp.top) top.push_back({{"id", id}, {"logprob", value}});
-  return {{"id", token}, {"logprob", lp.logprob}, {"top", top}};
+  for (const auto& [id, value] : entry.logprobs.top) top.push_back({{"id", id}, {"logprob", value}});
+  return {{"id", entry.token}, {"logprob", entry.logprobs.logprob}, {"top", top}};
 }
 
 std::string output_rate(double seconds, int64_t generated) {
@@ -105,8 +105,8 @@ void run_batch_generate(const BatchGenerateOptions& o, const GpuBackendFactory& 
     item->spec.on_output = [item, &finished](const RequestOutput& d) {
       item->tokens.insert(item->tokens.end(), d.token_ids.begin(), d.token_ids.end());
       item->text += d.text;
-      for (size_t k = 0; k < d.logprobs.size() && k < d.token_ids.size(); ++k)
-        item->logprobs.push_back(logprobs_json(d.logprobs[k], d.token_ids[k]));
+      // The engine's logprobs end where the text ends (a stop string cuts them too).
+      for (const OutputLogprobs& entry : d.logprobs) item->logprobs.push_back(logprobs_json(entry));
       if (d.finished) {
         item->done = true;
         item->reason = d.finish_reason;

@@ -23,7 +23,7 @@ struct Engine::Request {
   // Not yet delivered:
   std::vector<int32_t> pending_ids;
   std::string pending_text;
-  std::vector<TokenLogprobs> pending_logprobs;
+  std::vector<OutputLogprobs> pending_logprobs;
   FinishReason finish_reason = FinishReason::kNone;
   std::optional<std::variant<int32_t, std::string>> stop_reason;
 
@@ -156,10 +156,10 @@ RequestOutput Engine::delta_of(const Request& request) const {
 RequestOutput Engine::accept_token(Request& request, int32_t token, const TokenLogprobs* logprobs) {
   request.sched.tokens.push_back(token);
   ++stats_.generated_tokens;
-  const OutputDelta delta = request.output.push(token);
+  OutputDelta delta = request.output.push(token, logprobs);
   request.pending_ids.push_back(token);
   request.pending_text += delta.text;
-  if (logprobs != nullptr) request.pending_logprobs.push_back(*logprobs);
+  for (OutputLogprobs& entry : delta.logprobs) request.pending_logprobs.push_back(std::move(entry));
   if (delta.finished) {
     request.finish_reason = delta.reason;
     request.stop_reason = delta.stop_reason;

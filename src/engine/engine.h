@@ -34,7 +34,11 @@ struct RequestOutput {
   uint64_t id = 0;
   std::vector<int32_t> token_ids;       // the tokens generated since the previous delta
   std::string text;                     // their text (held back while it may become a stop string)
-  std::vector<TokenLogprobs> logprobs;  // one per token of token_ids when the request asked for logprobs
+  // When the request asked for logprobs: those of the tokens that settled as part of the output
+  // since the previous delta (RequestOutputProcessor's rule: they end where the text ends, and
+  // may lag token_ids while text is held back). Joined over the deltas: the whole output's. A
+  // cancel delivers neither the held-back text nor the logprobs waiting with it.
+  std::vector<OutputLogprobs> logprobs;
   // With RequestSpec::prompt_logprobs >= 0, in the first delta only: one per prompt token after the
   // first (entry i: prompt token i + 1 given tokens 0..i).
   std::vector<TokenLogprobs> prompt_logprobs;

@@ -49,7 +49,7 @@ void validate_stop_conditions(const StopConditions& c) {
 }
 
 RequestOutputProcessor::RequestOutputProcessor(const Tokenizer* tokenizer, StopConditions conditions)
-    : conditions_(std::move(conditions)) {
+    : conditions_(std::move(conditions)), tokenizer_(tokenizer) {
   validate_stop_conditions(conditions_);
   FG_CHECK(tokenizer != nullptr || conditions_.stop.empty(),
            "stop strings need a tokenizer to match against, and this request has none");
@@ -111,19 +111,49 @@ OutputDelta RequestOutputProcessor::release() {
   delta.text = held_.substr(0, held_.size() - keep);
   held_.erase(0, delta.text.size());
   text_ += delta.text;
+  text_chars_ += static_cast<int64_t>(utf8::count_code_points(delta.text));
+  // A token belongs to the output when its text starts before the output's text ends. That end is
+  // known at the finish (a stop string cut it to text_; anything else cuts nothing), and before it
+  // is past the streamed text, which is never taken back; without stop strings nothing is cut.
+  const bool cut = finished() && stop_reason_ && std::holds_alternative<std::string>(*stop_reason_);
+  const bool keep_all = !cut && (finished() || conditions_.stop.empty());
+  while (!unsettled_.empty() && (keep_all || unsettled_.front().start < text_chars_)) {
+    delta.logprobs.push_back(std::move(unsettled_.front().entry));
+    unsettled_.pop_front();
+  }
+  if (finished()) unsettled_.clear();  // after the cut
   delta.finished = finished();
   delta.reason = reason_;
   delta.stop_reason = stop_reason_;
   return delta;
 }
 
-OutputDelta RequestOutputProcessor::push(int32_t token) {
+bool RequestOutputProcessor::shows_text(int32_t id) const {
+  // IncrementalDetokenizer's rule for the tokens decode() drops.
+  if (!tokenizer_ || id < 0 || id >= tokenizer_->vocab_size()) return false;
+  return !(conditions_.skip_special_tokens && tokenizer_->is_special(id));
+}
+
+OutputDelta RequestOutputProcessor::push(int32_t token, const TokenLogprobs* logprobs) {
   FG_CHECK(!finished(), "push() on a request that already finished (reason: {})", finish_reason_name(reason_));
   ++num_generated_;
   const bool stoppable = may_stop();
-  if (stoppable && !conditions_.ignore_eos && contains(conditions_.eos_token_ids, token)) {
+  const bool eos = stoppable && !conditions_.ignore_eos && contains(conditions_.eos_token_ids, token);
+  const bool stop_id = stoppable && !eos && contains(conditions_.stop_token_ids, token);
+  if (num_generated_ == 1) {
+    with_logprobs_ = logprobs != nullptr;
+    if (with_logprobs_ && tokenizer_) pieces_.emplace(*tokenizer_);
+  }
+  FG_CHECK((logprobs != nullptr) == with_logprobs_, "token {} came {} logprobs, the first token {}", num_generated_,
+           logprobs ? "with" : "without", with_logprobs_ ? "with" : "without");
+  if (logprobs) {
+    const bool in_text = !eos && !stop_id && shows_text(token);
+    const int64_t start = pieces_ ? pieces_->push(token, in_text).offset : 0;
+    unsettled_.push_back({{token, in_text, *logprobs}, start});
+  }
+  if (eos) {
     finish(FinishReason::kStop, std::nullopt);
-  } else if (stoppable && contains(conditions_.stop_token_ids, token)) {
+  } else if (stop_id) {
     finish(FinishReason::kStop, token);
   } else {
     // A stop-string match leaves the detokenizer's held text unflushed: it lies after the match.

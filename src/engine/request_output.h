@@ -16,16 +16,28 @@
 // always equal text(). With no stop strings, the deltas of a request that ends by length join to
 // Tokenizer::decode(ids) exactly (IncrementalDetokenizer's guarantee, kept here by never altering
 // its text).
+//
+// Logprobs follow the text: a token belongs to the output when its text starts before the output's
+// text ends (in characters, TokenByteStream's offsets: a token that finishes a character starts in
+// it), so after a stop string the tokens that only carried the cut-off text (and the token that
+// finished the request) have no logprobs, and the last one reported is the token in which the
+// text ends. Ending by EOS, stop token id or length cuts nothing: every token belongs. A token's
+// logprobs are reported once that is settled — at once without stop strings; with them, when text
+// past the token's start has been streamed, or at the finish — so the reported ones, joined over
+// the deltas, are always the final output's: a prefix of the tokens pushed.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "runner/step_io.h"
 #include "tokenizer/incremental_detokenizer.h"
+#include "tokenizer/token_byte_stream.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fg {
@@ -51,8 +63,19 @@ const char* finish_reason_name(FinishReason reason);
 // matching only when both sides are valid UTF-8).
 void validate_stop_conditions(const StopConditions& conditions);
 
+// The logprobs of one generated token that belongs to the output.
+struct OutputLogprobs {
+  int32_t token = 0;
+  // Its text is part of the output's text; false for an EOS, a stop token id, a special token
+  // that skip_special_tokens drops, and every token of a request without a tokenizer.
+  bool in_text = false;
+  TokenLogprobs logprobs;
+};
+
 struct OutputDelta {
   std::string text;  // new text to stream (valid UTF-8), may be empty
+  // Tokens now settled as part of the output, in order, for those pushed with logprobs (see above).
+  std::vector<OutputLogprobs> logprobs;
   bool finished = false;
   FinishReason reason = FinishReason::kNone;
   // vLLM's stop_reason: the stop token id or stop string that ended the request; none for EOS and
@@ -68,9 +91,10 @@ class RequestOutputProcessor {
   // set, it must outlive this object. Validates `conditions`.
   RequestOutputProcessor(const Tokenizer* tokenizer, StopConditions conditions);
 
-  // Feeds the next generated token; returns what to stream. Must not be called after a finished
-  // delta (fg::Error).
-  OutputDelta push(int32_t token);
+  // Feeds the next generated token, with its logprobs when the request asked for them (for every
+  // token or for none: fg::Error otherwise); returns what to stream. Must not be called after a
+  // finished delta (fg::Error).
+  OutputDelta push(int32_t token, const TokenLogprobs* logprobs = nullptr);
 
   int64_t num_generated() const { return num_generated_; }
   // All text streamed so far: the deltas joined; once finished, the final output text.
@@ -88,14 +112,27 @@ class RequestOutputProcessor {
   // Ends the request (EOS, stop id, length): flushes the detokenizer's held text, which may itself
   // complete a stop string, and then the stop string wins.
   void finish(FinishReason reason, std::optional<std::variant<int32_t, std::string>> stop_reason);
-  // Moves what may be streamed from held_ to text_ and returns it.
+  // Moves what may be streamed from held_ to text_ and returns it, with the logprobs it settles.
   OutputDelta release();
+  // Whether `id`'s text is part of the output's text when it does not finish the request.
+  bool shows_text(int32_t id) const;
 
   StopConditions conditions_;
+  const Tokenizer* tokenizer_;                      // may be null
   std::unique_ptr<IncrementalDetokenizer> detok_;  // null without a tokenizer
   int64_t num_generated_ = 0;
   std::string text_;  // streamed so far
   std::string held_;  // detokenized but not streamed: a possible stop-string start (see .cpp)
+  int64_t text_chars_ = 0;  // characters of text_
+  // Logprobs: whether the first token came with them; where each token's text starts (made at the
+  // first token, with a tokenizer); the tokens not yet known to belong to the output.
+  bool with_logprobs_ = false;
+  std::optional<TokenByteStream> pieces_;
+  struct Unsettled {
+    OutputLogprobs entry;
+    int64_t start = 0;  // the character of the text before any cut where the token's text starts
+  };
+  std::deque<Unsettled> unsettled_;
   FinishReason reason_ = FinishReason::kNone;
   std::optional<std::variant<int32_t, std::string>> stop_reason_;
 };

@@ -3,27 +3,10 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <random>
 #include <utility>
 
 namespace fg::server {
-
-namespace {
-
-int64_t code_points(const std::string& s) {
-  int64_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-
-ojson bytes_of(const std::string& s) {
-  ojson out = ojson::array();
-  for (unsigned char c : s) out.push_back(static_cast<int>(c));
-  return out;
-}
-
-}  // namespace
 
 std::string new_response_id(const char* prefix) {
   // Unguessable enough to tell responses apart; nothing depends on it being secret.
@@ -32,65 +15,6 @@ std::string new_response_id(const char* prefix) {
     return (static_cast<uint64_t>(device()) << 32) ^ device();
   }());
   return fmt::format("{}{:016x}{:016x}", prefix, rng(), rng());
-}
-
-double json_logprob(float logprob) {
-  if (std::isnan(logprob) || logprob < -9999.0f) return -9999.0;
-  return static_cast<double>(logprob);
-}
-
-std::string LogprobFormatter::token_text(int32_t previous, int32_t id) const {
-  if (tokenizer_ == nullptr) return fmt::format("token_id:{}", id);
-  const int32_t pair[2] = {previous, id};
-  const std::string both = tokenizer_->decode(std::span<const int32_t>(pair, 2), /*skip_special_tokens=*/false);
-  const std::string before = tokenizer_->decode(std::span<const int32_t>(pair, 1), /*skip_special_tokens=*/false);
-  if (both.size() >= before.size() && both.compare(0, before.size(), before) == 0) return both.substr(before.size());
-  return tokenizer_->decode(std::span<const int32_t>(&id, 1), /*skip_special_tokens=*/false);
-}
-
-ojson LogprobFormatter::completion(std::span<const int32_t> ids, std::span<const TokenLogprobs> logprobs,
-                                   int32_t& previous, int64_t& offset) const {
-  ojson tokens = ojson::array(), values = ojson::array(), top = ojson::array(), offsets = ojson::array();
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const int32_t context = std::exchange(previous, ids[i]);
-    const std::string text = token_text(context, ids[i]);
-    tokens.push_back(text);
-    offsets.push_back(offset);
-    offset += code_points(text);
-    if (i >= logprobs.size()) {
-      values.push_back(nullptr);
-      top.push_back(nullptr);
-      continue;
-    }
-    values.push_back(json_logprob(logprobs[i].logprob));
-    // A dict keyed by text: two ids that decode alike keep the likelier one.
-    ojson alternatives = ojson::object();
-    for (const auto& [id, value] : logprobs[i].top) {
-      const std::string alt = token_text(context, id);
-      if (!alternatives.contains(alt)) alternatives[alt] = json_logprob(value);
-    }
-    top.push_back(std::move(alternatives));
-  }
-  return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", top}, {"text_offset", offsets}};
-}
-
-ojson LogprobFormatter::chat_content(std::span<const int32_t> ids, std::span<const TokenLogprobs> logprobs,
-                                     int32_t& previous) const {
-  ojson content = ojson::array();
-  for (size_t i = 0; i < ids.size() && i < logprobs.size(); ++i) {
-    const int32_t context = std::exchange(previous, ids[i]);
-    const std::string text = token_text(context, ids[i]);
-    ojson top = ojson::array();
-    for (const auto& [id, value] : logprobs[i].top) {
-      const std::string alt = token_text(context, id);
-      top.push_back({{"token", alt}, {"logprob", json_logprob(value)}, {"bytes", bytes_of(alt)}});
-    }
-    content.push_back({{"token", text},
-                       {"logprob", json_logprob(logprobs[i].logprob)},
-                       {"bytes", bytes_of(text)},
-                       {"top_logprobs", top}});
-  }
-  return content;
 }
 
 ojson usage_json(const Usage& usage) {
@@ -111,16 +35,15 @@ ojson finish_reason_json(FinishReason reason) {
 }
 
 ojson completion_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
-                          const Usage& usage, const LogprobFormatter& format, int32_t last_prompt_token) {
+                          const Usage& usage, const LogprobFormatter& format) {
   ojson list = ojson::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceOutput& c = choices[i];
-    int64_t offset = 0;
-    int32_t previous = last_prompt_token;
+    LogprobFormatter::Cursor cursor = format.start();
     list.push_back(
         {{"index", i},
          {"text", c.text},
-         {"logprobs", with_logprobs ? format.completion(c.token_ids, c.logprobs, previous, offset) : ojson(nullptr)},
+         {"logprobs", with_logprobs ? format.completion(c.logprobs, cursor) : ojson(nullptr)},
          {"finish_reason", finish_reason_json(c.finish_reason)},
          {"stop_reason", stop_reason_json(c.stop_reason)}});
   }
@@ -129,13 +52,13 @@ ojson completion_response(const ResponseHeader& header, const std::vector<Choice
 }
 
 ojson chat_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
-                    const Usage& usage, const LogprobFormatter& format, int32_t last_prompt_token) {
+                    const Usage& usage, const LogprobFormatter& format) {
   ojson list = ojson::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceOutput& c = choices[i];
     ojson logprobs = nullptr;
-    int32_t previous = last_prompt_token;
-    if (with_logprobs) logprobs = {{"content", format.chat_content(c.token_ids, c.logprobs, previous)}};
+    LogprobFormatter::Cursor cursor = format.start();
+    if (with_logprobs) logprobs = {{"content", format.chat_content(c.logprobs, cursor)}};
     list.push_back({{"index", i},
                     {"message", {{"role", "assistant"}, {"content", c.text}}},
                     {"logprobs", logprobs},

@@ -1,24 +1,19 @@
 // server/openai_response.h — the JSON the server answers with, in OpenAI's shapes: whole
-// completions and chat completions, their streamed chunks, usage, and logprobs in each endpoint's
-// format (completions: tokens / token_logprobs / top_logprobs / text_offset; chat: content[] of
-// {token, logprob, bytes, top_logprobs}). Pure functions of their inputs: no engine, no HTTP.
+// completions and chat completions, their streamed chunks and usage; each endpoint's logprobs
+// come from server/logprob_format.h. Pure functions of their inputs: no engine, no HTTP.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <span>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "engine/request_output.h"
-#include "runner/step_io.h"
-#include "tokenizer/tokenizer.h"
+#include "server/logprob_format.h"
 
 namespace fg::server {
-
-using ojson = nlohmann::ordered_json;
 
 struct ResponseHeader {
   std::string id;       // "cmpl-..." or "chatcmpl-...": one per response, shared by its chunks
@@ -30,7 +25,7 @@ struct ResponseHeader {
 struct ChoiceOutput {
   std::string text;
   std::vector<int32_t> token_ids;
-  std::vector<TokenLogprobs> logprobs;  // one per token when logprobs were asked for
+  std::vector<OutputLogprobs> logprobs;  // when logprobs were asked for: the engine's (they end where the text ends)
   FinishReason finish_reason = FinishReason::kNone;
   std::optional<std::variant<int32_t, std::string>> stop_reason;
 };
@@ -43,42 +38,26 @@ struct Usage {
 // A fresh response id with the endpoint's prefix ("cmpl-" or "chatcmpl-") and 32 random hex digits.
 std::string new_response_id(const char* prefix);
 
-// Token strings for logprobs: the text a token adds after the one before it (special tokens
-// kept), so that " world" keeps its space where a SentencePiece decoder would strip it from a
-// lone token; "token_id:<id>" when the model has no tokenizer (vLLM's return_tokens_as_token_ids
-// spelling). `previous` is the token before the first of `ids` (the prompt's last one), and is
-// advanced past them, so consecutive stream chunks continue one another.
-class LogprobFormatter {
- public:
-  explicit LogprobFormatter(const Tokenizer* tokenizer) : tokenizer_(tokenizer) {}
-  // decode([previous, id]) minus decode([previous]); decode([id]) where that is not a suffix
-  // (a byte-fallback sequence being completed).
-  std::string token_text(int32_t previous, int32_t id) const;
-
-  // Completions format. text_offset counts characters (code points) from `offset`, which is
-  // advanced past these tokens.
-  ojson completion(std::span<const int32_t> ids, std::span<const TokenLogprobs> logprobs, int32_t& previous,
-                   int64_t& offset) const;
-  // Chat format: the entries of "content".
-  ojson chat_content(std::span<const int32_t> ids, std::span<const TokenLogprobs> logprobs, int32_t& previous) const;
-
- private:
-  const Tokenizer* tokenizer_;
-};
-
-// JSON has no infinities: -inf (a masked token) is reported as -9999.0, as vLLM does.
-double json_logprob(float logprob);
-
 ojson usage_json(const Usage& usage);
 ojson stop_reason_json(const std::optional<std::variant<int32_t, std::string>>& stop_reason);
 ojson finish_reason_json(FinishReason reason);
 
-// Whole responses (stream false). `with_logprobs`: each choice's logprobs object, else null;
-// `last_prompt_token` is the context of the first token's string.
+// Whole responses (stream false). `with_logprobs`: each choice's logprobs object, else null.
 ojson completion_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
-                          const Usage& usage, const LogprobFormatter& format, int32_t last_prompt_token);
+                          const Usage& usage, const LogprobFormatter& format);
 ojson chat_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
-                    const Usage& usage, const LogprobFormatter& format, int32_t last_prompt_token);
+                    const Usage& usage, const LogprobFormatter& format);
+// The forms api_server.cpp calls today. Token strings no longer depend on the prompt (they follow
+// the generated text alone, as the engine decodes it), so the last prompt token is ignored; drop
+// these once the caller passes none.
+inline ojson completion_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices,
+                                 bool with_logprobs, const Usage& usage, const LogprobFormatter& format, int32_t) {
+  return completion_response(header, choices, with_logprobs, usage, format);
+}
+inline ojson chat_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
+                           const Usage& usage, const LogprobFormatter& format, int32_t) {
+  return chat_response(header, choices, with_logprobs, usage, format);
+}
 
 // Streamed chunks. `usage_null`: the chunk carries "usage": null (stream_options.include_usage).
 ojson completion_chunk(const ResponseHeader& header, int64_t index, const std::string& text, ojson logprobs,

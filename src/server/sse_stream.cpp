@@ -9,18 +9,17 @@ std::string sse_event(const ojson& data) {
 }
 
 StreamFormatter::StreamFormatter(Endpoint endpoint, ResponseHeader header, int64_t n, int32_t top_logprobs,
-                                 bool include_usage, const Tokenizer* tokenizer, int32_t last_prompt_token)
+                                 bool include_usage, LogprobFormatter format)
     : endpoint_(endpoint),
       header_(std::move(header)),
       top_logprobs_(top_logprobs),
       include_usage_(include_usage),
-      format_(tokenizer),
-      text_offsets_(static_cast<size_t>(n), 0),
-      previous_(static_cast<size_t>(n), last_prompt_token) {}
+      format_(std::move(format)),
+      cursors_(static_cast<size_t>(n), format_.start()) {}
 
-StreamFormatter::StreamFormatter(ResponseHeader header, const ParsedRequest& request, const Tokenizer* tokenizer)
+StreamFormatter::StreamFormatter(ResponseHeader header, const ParsedRequest& request, LogprobFormatter format)
     : StreamFormatter(request.endpoint, std::move(header), request.n, request.top_logprobs, request.include_usage,
-                      tokenizer, request.prompt.empty() ? 0 : request.prompt.back()) {
+                      std::move(format)) {
   continuous_usage_ = request.continuous_usage;
   prompt_tokens_ = static_cast<int64_t>(request.prompt.size());
   if (request.echo) echo_text_ = request.echo_text;
@@ -30,7 +29,7 @@ StreamFormatter::StreamFormatter(ResponseHeader header, const ParsedRequest& req
 std::string StreamFormatter::begin() {
   if (endpoint_ != Endpoint::kChatCompletions) return "";
   std::string out;
-  for (size_t i = 0; i < text_offsets_.size(); ++i) {
+  for (size_t i = 0; i < cursors_.size(); ++i) {
     ojson chunk = chat_chunk(header_, static_cast<int64_t>(i), {{"role", "assistant"}, {"content", ""}}, nullptr,
                              FinishReason::kNone, std::nullopt, include_usage_);
     if (continuous_usage_) chunk["usage"] = usage_json({prompt_tokens_, 0});
@@ -40,7 +39,9 @@ std::string StreamFormatter::begin() {
 }
 
 std::string StreamFormatter::delta(int64_t index, const RequestOutput& output) {
-  const bool with_logprobs = top_logprobs_ >= 0 && !output.token_ids.empty();
+  // A token's logprobs come once the engine has settled that it belongs to the output (they may lag
+  // its chunk while its text is held back); a chunk without any has "logprobs": null.
+  const bool with_logprobs = top_logprobs_ >= 0 && !output.logprobs.empty();
   // A token whose text is still held back (an incomplete character, a possible stop string)
   // gets a chunk with empty text, as vLLM sends: clients time tokens by chunks.
   if (output.token_ids.empty() && !output.finished) return "";
@@ -49,7 +50,7 @@ std::string StreamFormatter::delta(int64_t index, const RequestOutput& output) {
   if (endpoint_ == Endpoint::kCompletions) {
     ojson logprobs = nullptr;
     if (with_logprobs)
-      logprobs = format_.completion(output.token_ids, output.logprobs, previous_.at(index), text_offsets_.at(index));
+      logprobs = format_.completion(output.logprobs, cursors_.at(static_cast<size_t>(index)));
     std::string text = output.text;
     if (!echoed_.empty() && !echoed_.at(index)) {
       echoed_.at(index) = true;
@@ -59,7 +60,7 @@ std::string StreamFormatter::delta(int64_t index, const RequestOutput& output) {
   } else {
     ojson logprobs = nullptr;
     if (with_logprobs)
-      logprobs = {{"content", format_.chat_content(output.token_ids, output.logprobs, previous_.at(index))}};
+      logprobs = {{"content", format_.chat_content(output.logprobs, cursors_.at(static_cast<size_t>(index)))}};
     ojson delta = ojson::object();
     if (!output.text.empty() || !output.finished) delta["content"] = output.text;
     chunk = chat_chunk(header_, index, std::move(delta), std::move(logprobs), finish, output.stop_reason,

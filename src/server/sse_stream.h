@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.h"
@@ -22,11 +23,15 @@ inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 
 class StreamFormatter {
  public:
-  // `last_prompt_token`: the context of each choice's first token string (see LogprobFormatter).
   StreamFormatter(Endpoint endpoint, ResponseHeader header, int64_t n, int32_t top_logprobs, bool include_usage,
-                  const Tokenizer* tokenizer, int32_t last_prompt_token);
+                  LogprobFormatter format);
   // Everything from the parsed request: the above, and continuous usage and echo.
-  StreamFormatter(ResponseHeader header, const ParsedRequest& request, const Tokenizer* tokenizer);
+  StreamFormatter(ResponseHeader header, const ParsedRequest& request, LogprobFormatter format);
+  // The form api_server.cpp calls today (default LogprobOptions; the last prompt token is ignored,
+  // see completion_response); drop it once the caller passes a LogprobFormatter.
+  StreamFormatter(Endpoint endpoint, ResponseHeader header, int64_t n, int32_t top_logprobs, bool include_usage,
+                  const Tokenizer* tokenizer, int32_t /*last_prompt_token*/)
+      : StreamFormatter(endpoint, std::move(header), n, top_logprobs, include_usage, LogprobFormatter(tokenizer)) {}
 
   // What to send before any token: the role chunk of each chat choice; "" for completions.
   std::string begin();
@@ -46,8 +51,7 @@ class StreamFormatter {
   std::string echo_text_;      // completions' echo, sent once per choice
   std::vector<bool> echoed_;   // [n]
   LogprobFormatter format_;
-  std::vector<int64_t> text_offsets_;  // [n] completions' text_offset so far, per choice
-  std::vector<int32_t> previous_;      // [n] the last token of each choice so far
+  std::vector<LogprobFormatter::Cursor> cursors_;  // [n] where each choice's logprobs stand
 };
 
 }  // namespace fg::server

@@ -19,24 +19,24 @@ int hex_value(char c) {
   return -1;
 }
 
-void byte_level_step(std::vector<std::string>& tokens) {
+void byte_level_step(std::vector<std::string>& tokens, bool raw_bytes) {
   std::string bytes;
   for (const std::string& t : tokens) {
     // A token outside the alphabet (an added token such as "日本") contributes its own bytes.
     if (auto raw = byte_level::unspell(t)) bytes += *raw;
     else bytes += t;
   }
-  tokens.assign(1, utf8::lossy(bytes));
+  tokens.assign(1, raw_bytes ? std::move(bytes) : utf8::lossy(bytes));
 }
 
-void byte_fallback_step(std::vector<std::string>& tokens) {
+void byte_fallback_step(std::vector<std::string>& tokens, bool raw_bytes) {
   std::vector<std::string> out;
   out.reserve(tokens.size());
   std::string run;  // bytes of consecutive <0xNN> tokens
   size_t run_tokens = 0;
   const auto flush = [&] {
     if (run_tokens == 0) return;
-    if (utf8::is_valid(run)) {
+    if (raw_bytes || utf8::is_valid(run)) {
       out.push_back(run);
     } else {
       for (size_t i = 0; i < run_tokens; ++i) out.emplace_back(utf8::kReplacement);
@@ -89,9 +89,12 @@ void metaspace_step(std::vector<std::string>& tokens, const std::string& replace
   }
 }
 
-void replace_step(std::vector<std::string>& tokens, const Pattern& pattern, const std::string& content) {
+void replace_step(std::vector<std::string>& tokens, const Pattern& pattern, const std::string& content,
+                  bool raw_bytes) {
   std::vector<ByteSpan> matches;
   for (std::string& t : tokens) {
+    // Only raw bytes (DecodeScope::raw_bytes) can be invalid here; the pattern matcher needs text.
+    if (raw_bytes && !utf8::is_valid(t)) continue;
     matches.clear();
     pattern.find_all(t, matches);
     if (matches.empty()) continue;
@@ -108,6 +111,22 @@ void replace_step(std::vector<std::string>& tokens, const Pattern& pattern, cons
 }
 
 }  // namespace
+
+size_t StreamPlan::leading_strip(std::string_view piece, size_t& left) const {
+  if (strip.empty()) return 0;
+  // The whole text starts with the stream's first characters.
+  size_t cut = 0;
+  while (left > 0 && cut < piece.size()) {
+    if (piece.compare(cut, strip.size(), strip) != 0) {
+      left = 0;
+      break;
+    }
+    cut += strip.size();
+    --left;
+  }
+  if (cut > 0 && cut < piece.size()) left = 0;  // a character that is not `strip` follows
+  return cut;
+}
 
 bool Decoder::parse_byte_token(std::string_view token, uint8_t& byte) {
   if (token.size() != 6 || token.substr(0, 3) != "<0x" || token[5] != '>') return false;
@@ -251,8 +270,8 @@ std::string Decoder::decode(std::vector<std::string>& tokens, DecodeScope scope)
   for (size_t i = 0; i + (skip_last ? 1 : 0) < steps_.size(); ++i) {
     const Step& step = steps_[i];
     switch (step.kind) {
-      case Kind::kByteLevel: byte_level_step(tokens); break;
-      case Kind::kByteFallback: byte_fallback_step(tokens); break;
+      case Kind::kByteLevel: byte_level_step(tokens, scope.raw_bytes); break;
+      case Kind::kByteFallback: byte_fallback_step(tokens, scope.raw_bytes); break;
       case Kind::kFuse: {
         std::string all;
         for (const std::string& t : tokens) all += t;
@@ -260,7 +279,7 @@ std::string Decoder::decode(std::vector<std::string>& tokens, DecodeScope scope)
         break;
       }
       case Kind::kStrip: strip_step(tokens, step.content, step.start, step.stop); break;
-      case Kind::kReplace: replace_step(tokens, step.pattern, step.content); break;
+      case Kind::kReplace: replace_step(tokens, step.pattern, step.content, scope.raw_bytes); break;
       case Kind::kMetaspace: metaspace_step(tokens, step.content, step.drop_first && scope.starts_text); break;
     }
   }

@@ -31,12 +31,21 @@ struct StreamPlan {
   std::string strip;
   size_t strip_start = 0;
   size_t strip_stop = 0;
+
+  // The bytes the final Strip removes from the front of `piece`, the next piece of a stream's text
+  // while `left` leading strip characters may still go (strip_start at first); updates `left`.
+  size_t leading_strip(std::string_view piece, size_t& left) const;
 };
 
 // What a decode call covers: the whole text (the default), or a window of a stream.
 struct DecodeScope {
   bool final_strip = true;  // apply a Strip that ends the pipeline (see StreamPlan)
   bool starts_text = true;  // the first token begins the text (Metaspace drops its ▁)
+  // Keep the bytes that ByteLevel and ByteFallback produce as they are, even where they are not
+  // valid UTF-8 (a token that holds part of a character): logprobs report each token's own bytes.
+  // A Replace after such a step leaves a token that is not valid UTF-8 untouched (its pattern
+  // reads text); no supported tokenizer has one there.
+  bool raw_bytes = false;
 };
 
 class Decoder {

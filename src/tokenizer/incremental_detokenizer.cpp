@@ -32,18 +32,7 @@ void IncrementalDetokenizer::reset() {
 std::string IncrementalDetokenizer::strip_edges(std::string text, bool at_end) {
   const std::string& c = plan_->strip;
   if (c.empty()) return text;
-  // Leading: the whole text starts with this stream's first characters.
-  size_t cut = 0;
-  while (lead_strip_left_ > 0 && cut < text.size()) {
-    if (text.compare(cut, c.size(), c) != 0) {
-      lead_strip_left_ = 0;
-      break;
-    }
-    cut += c.size();
-    --lead_strip_left_;
-  }
-  if (cut > 0 && cut < text.size()) lead_strip_left_ = 0;  // a character that is not `c` follows
-  text.erase(0, cut);
+  text.erase(0, plan_->leading_strip(text, lead_strip_left_));
   if (plan_->strip_stop == 0) return text;
   // Trailing: a run of `c` at the end may turn out to end the whole text; hold it until it does not.
   held_tail_ += text;

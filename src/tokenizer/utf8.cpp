@@ -69,6 +69,12 @@ void append_lossy(std::string& out, std::string_view bytes) {
   out.append(bytes.substr(run_start));
 }
 
+size_t count_code_points(std::string_view s) {
+  size_t n = 0;
+  for (const unsigned char c : s) n += (c & 0xC0) != 0x80;  // every code point has one lead byte
+  return n;
+}
+
 size_t incomplete_tail_length(std::string_view s) {
   // A sequence is at most 4 bytes, so only the last 3 bytes can start an incomplete one.
   const size_t lo = s.size() >= 3 ? s.size() - 3 : 0;

@@ -22,6 +22,9 @@ uint32_t previous_code_point(std::string_view s, size_t end, size_t& begin);
 
 void append_code_point(std::string& out, uint32_t cp);
 
+// Number of code points of valid UTF-8 `s`.
+size_t count_code_points(std::string_view s);
+
 // Unicode White_Space (what Rust's char::is_whitespace and `\s` of its regex crate accept).
 bool is_white_space(uint32_t cp);
 
