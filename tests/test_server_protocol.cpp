@@ -295,7 +295,7 @@ TEST(ServerResponses, LogprobFormats) {
 
 TEST(ServerSse, StreamFraming) {
   const ResponseHeader h{"chatcmpl-9", 5, "tiny"};
-  StreamFormatter chat(Endpoint::kChatCompletions, h, 2, -1, true, nullptr, 0);
+  StreamFormatter chat(Endpoint::kChatCompletions, h, 2, -1, true, LogprobFormatter(nullptr));
   const std::string begin = chat.begin();
   EXPECT_EQ(begin.substr(0, 6), "data: ");
   size_t events = 0;

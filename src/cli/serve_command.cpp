@@ -65,6 +65,7 @@ server::ServedModel served_model(const EngineSetup& s, const ServeOptions& o) {
   m.sampling_defaults = s.generation.sampling;
   m.priority_scheduling = o.engine.scheduling_policy == "priority";
   m.max_logprobs = o.vllm.max_logprobs;
+  m.logprobs.return_tokens_as_token_ids = o.vllm.return_tokens_as_token_ids;
   return m;
 }
 

@@ -21,7 +21,7 @@ struct ServeFlags {
   int64_t max_logprobs = kMaxLogprobs;
   bool disable_log_stats = false;         // no periodic engine stats line (stats_logger.h)
   double log_stats_interval_s = 10.0;     // hidden; $FULLGRAPH_LOG_STATS_INTERVAL, as vLLM's VLLM_LOG_STATS_INTERVAL
-  bool return_tokens_as_token_ids = false;  // logprob tokens spelled "token_id:N" (the server's to honour)
+  bool return_tokens_as_token_ids = false;  // logprob tokens spelled "token_id:N"
 };
 
 void add_serve_flags(CLI::App& cmd, ServeFlags& f);

@@ -159,17 +159,15 @@ void ApiServer::generate(Endpoint endpoint, const std::shared_ptr<HttpExchange>&
   const ResponseHeader header{response_id(parsed, exchange->request().header("X-Request-Id").value_or("")),
                               static_cast<int64_t>(std::time(nullptr)), parsed.model};
   if (parsed.stream) {
-    stream_generation(exchange, std::move(job), StreamFormatter(header, parsed, r.model.tokenizer));
+    stream_generation(exchange, std::move(job), StreamFormatter(header, parsed, LogprobFormatter(r.model.tokenizer, r.model.logprobs)));
     return;
   }
-  answer_generation(exchange, job, [job, chat, header, parsed, tokenizer = r.model.tokenizer] {
-    const LogprobFormatter format(tokenizer);
+  answer_generation(exchange, job, [job, chat, header, parsed, format = LogprobFormatter(r.model.tokenizer, r.model.logprobs)] {
     std::vector<ChoiceOutput> outputs = job->outputs();
     prepend_echo(outputs, parsed);
     const bool logprobs = parsed.top_logprobs >= 0;
-    const int32_t last = parsed.prompt.back();
-    return chat ? chat_response(header, outputs, logprobs, job->usage(), format, last)
-                : completion_response(header, outputs, logprobs, job->usage(), format, last);
+    return chat ? chat_response(header, outputs, logprobs, job->usage(), format)
+                : completion_response(header, outputs, logprobs, job->usage(), format);
   });
 }
 

@@ -17,6 +17,7 @@
 
 #include "engine/engine.h"
 #include "server/engine_service.h"
+#include "server/logprob_format.h"
 #include "server/http_server.h"
 #include "server/openai_request.h"
 #include "server/server_metrics.h"
@@ -38,6 +39,7 @@ struct ServedModel {
   SamplingDefaults sampling_defaults;  // for fields a request omits (generation_config.json)
   bool priority_scheduling = false;    // the engine schedules by priority
   int64_t max_logprobs = kMaxLogprobs; // --max-logprobs
+  LogprobOptions logprobs;             // --return-tokens-as-token-ids
 };
 
 struct ApiServerOptions {

@@ -47,18 +47,6 @@ ojson completion_response(const ResponseHeader& header, const std::vector<Choice
                           const Usage& usage, const LogprobFormatter& format);
 ojson chat_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
                     const Usage& usage, const LogprobFormatter& format);
-// The forms api_server.cpp calls today. Token strings no longer depend on the prompt (they follow
-// the generated text alone, as the engine decodes it), so the last prompt token is ignored; drop
-// these once the caller passes none.
-inline ojson completion_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices,
-                                 bool with_logprobs, const Usage& usage, const LogprobFormatter& format, int32_t) {
-  return completion_response(header, choices, with_logprobs, usage, format);
-}
-inline ojson chat_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
-                           const Usage& usage, const LogprobFormatter& format, int32_t) {
-  return chat_response(header, choices, with_logprobs, usage, format);
-}
-
 // Streamed chunks. `usage_null`: the chunk carries "usage": null (stream_options.include_usage).
 ojson completion_chunk(const ResponseHeader& header, int64_t index, const std::string& text, ojson logprobs,
                        FinishReason finish, const std::optional<std::variant<int32_t, std::string>>& stop_reason,

@@ -27,11 +27,6 @@ class StreamFormatter {
                   LogprobFormatter format);
   // Everything from the parsed request: the above, and continuous usage and echo.
   StreamFormatter(ResponseHeader header, const ParsedRequest& request, LogprobFormatter format);
-  // The form api_server.cpp calls today (default LogprobOptions; the last prompt token is ignored,
-  // see completion_response); drop it once the caller passes a LogprobFormatter.
-  StreamFormatter(Endpoint endpoint, ResponseHeader header, int64_t n, int32_t top_logprobs, bool include_usage,
-                  const Tokenizer* tokenizer, int32_t /*last_prompt_token*/)
-      : StreamFormatter(endpoint, std::move(header), n, top_logprobs, include_usage, LogprobFormatter(tokenizer)) {}
 
   // What to send before any token: the role chunk of each chat choice; "" for completions.
   std::string begin();
