@@ -1,12 +1,13 @@
 // tests/test_prompt_logprobs.cpp — vLLM's prompt_logprobs through the engine and the full-graph
 // runner on the CPU backend: a request's first delta carries, for every prompt token after the
-// first, its raw logprob given the tokens before it and the top k, equal bit for bit to the
+// first, its raw logprob given the tokens before it, its rank and the top k, equal bit for bit to the
 // definition (sampling_params.h, item 4) computed here from one forward pass over the whole prompt;
 // under chunked prefill (a budget of 64 tokens for a prompt of 150), and with a prompt whose
 // prefix another request left in the prefix cache (prompt logprobs need every position, so the
 // request computes its whole prompt). What it generates is what it generates without them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -42,6 +43,7 @@ std::vector<TokenLogprobs> reference(const std::string& dir, Backend& backend, c
     TokenLogprobs t;
     t.logprob = sampling::token_logprob(row[prompt[p + 1]], lp.logit_max, lp.mass);
     t.top = lp.top;
+    t.rank = 1 + std::count_if(row, row + V, [&](float x) { return x > row[prompt[p + 1]]; });
     out.push_back(t);
   }
   return out;
@@ -94,6 +96,8 @@ TEST(PromptLogprobs, FirstDeltaCarriesEveryPromptTokensLogprobAsDefined) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(std::memcmp(&got[i].logprob, &want[i].logprob, 4), 0) << "prompt token " << i + 1;
+    EXPECT_EQ(got[i].rank, want[i].rank) << "prompt token " << i + 1;
+    EXPECT_GE(got[i].rank, 1);
     ASSERT_EQ(got[i].top.size(), 3u) << "prompt token " << i + 1;
     for (size_t r = 0; r < 3; ++r) {
       EXPECT_EQ(got[i].top[r].first, want[i].top[r].first) << "prompt token " << i + 1 << " rank " << r;

@@ -40,6 +40,9 @@ struct TokenLogprobs {
   // The num_logprobs most likely tokens (at most the vocabulary), most likely first, ties toward
   // the lower id: (token id, logprob).
   std::vector<std::pair<int32_t, float>> top;
+  // Prompt logprobs only (vLLM's "rank"): 1 + the number of tokens whose logit is above the scored
+  // token's. 0 where not computed (generated tokens: OpenAI's formats have no rank).
+  int64_t rank = 0;
 };
 
 struct StepResult {

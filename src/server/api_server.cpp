@@ -166,8 +166,9 @@ void ApiServer::generate(Endpoint endpoint, const std::shared_ptr<HttpExchange>&
     std::vector<ChoiceOutput> outputs = job->outputs();
     prepend_echo(outputs, parsed);
     const bool logprobs = parsed.top_logprobs >= 0;
-    return chat ? chat_response(header, outputs, logprobs, job->usage(), format)
-                : completion_response(header, outputs, logprobs, job->usage(), format);
+    const PromptReport prompt{parsed.prompt, parsed.echo && logprobs, parsed.spec.prompt_logprobs >= 0};
+    return chat ? chat_response(header, outputs, logprobs, job->usage(), format, prompt)
+                : completion_response(header, outputs, logprobs, job->usage(), format, prompt);
   });
 }
 

@@ -69,6 +69,7 @@ void GenerationJob::on_output(int64_t index, const RequestOutput& output) {
       c.out.text += output.text;
       c.out.token_ids.insert(c.out.token_ids.end(), output.token_ids.begin(), output.token_ids.end());
       c.out.logprobs.insert(c.out.logprobs.end(), output.logprobs.begin(), output.logprobs.end());
+      if (!output.prompt_logprobs.empty()) c.out.prompt_logprobs = output.prompt_logprobs;
     }
     if (output.finished) {
       c.finished = true;

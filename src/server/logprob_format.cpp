@@ -110,4 +110,51 @@ ojson LogprobFormatter::chat_content(std::span<const OutputLogprobs> entries, Cu
   return content;
 }
 
+ojson LogprobFormatter::prompt_logprobs(std::span<const int32_t> prompt, std::span<const TokenLogprobs> scored) const {
+  std::optional<TokenByteStream> bytes;  // each token alone: decoded_token is the token's own text
+  if (tokenizer_ != nullptr) bytes.emplace(*tokenizer_);
+  const auto entry = [&](int32_t id, float logprob, int64_t rank) {
+    return ojson{{"logprob", json_logprob(logprob)},
+                 {"rank", rank},
+                 {"decoded_token", token_string(id, bytes ? bytes->bytes(id) : "")}};
+  };
+  ojson list = ojson::array();
+  if (prompt.empty()) return list;
+  list.push_back(nullptr);
+  for (size_t i = 0; i < scored.size() && i + 1 < prompt.size(); ++i) {
+    const int32_t id = prompt[i + 1];
+    ojson dict = ojson::object();
+    dict[std::to_string(id)] = entry(id, scored[i].logprob, scored[i].rank);
+    for (size_t r = 0; r < scored[i].top.size(); ++r) {
+      const auto& [top_id, value] = scored[i].top[r];
+      if (top_id != id) dict[std::to_string(top_id)] = entry(top_id, value, static_cast<int64_t>(r + 1));
+    }
+    list.push_back(std::move(dict));
+  }
+  return list;
+}
+
+ojson LogprobFormatter::echoed_prompt(std::span<const int32_t> prompt, std::span<const TokenLogprobs> scored,
+                                      Cursor& cursor) const {
+  std::vector<OutputLogprobs> entries;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    OutputLogprobs e;
+    e.token = prompt[i];
+    e.in_text = tokenizer_ != nullptr && !tokenizer_->is_special(prompt[i]);
+    if (i > 0 && i - 1 < scored.size()) e.logprobs = scored[i - 1];
+    entries.push_back(std::move(e));
+  }
+  ojson out = completion(entries, cursor);
+  if (!prompt.empty()) {
+    out["token_logprobs"][0] = nullptr;
+    out["top_logprobs"][0] = nullptr;
+  }
+  return out;
+}
+
+void LogprobFormatter::append_completion(ojson& into, const ojson& more) {
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
+    for (const ojson& v : more.at(key)) into.at(key).push_back(v);
+}
+
 }  // namespace fg::server

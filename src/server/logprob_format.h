@@ -71,6 +71,18 @@ class LogprobFormatter {
   // Chat format: the entries of "content".
   ojson chat_content(std::span<const OutputLogprobs> entries, Cursor& cursor) const;
 
+  // vLLM's prompt_logprobs: null for the first prompt token (nothing precedes it), then for each
+  // next one a dict keyed by token id of {logprob, rank, decoded_token}: the prompt token's own
+  // (its rank in the distribution), then the top k not already there (ranks 1..k). `scored[i]` is
+  // prompt token i + 1's (RequestOutput::prompt_logprobs).
+  ojson prompt_logprobs(std::span<const int32_t> prompt, std::span<const TokenLogprobs> scored) const;
+  // Completions' echo with logprobs: the prompt's tokens in completion format, to stand before the
+  // generated ones; the first has no logprob and no top_logprobs (null, as vLLM reports it).
+  // Special tokens (a BOS) are outside the echoed text. Moves `cursor` past the prompt.
+  ojson echoed_prompt(std::span<const int32_t> prompt, std::span<const TokenLogprobs> scored, Cursor& cursor) const;
+  // Completion-format `more` appended to `into`, array by array (echo's prompt, then the output).
+  static void append_completion(ojson& into, const ojson& more);
+
  private:
   ojson bytes_json(std::string_view bytes) const;
 

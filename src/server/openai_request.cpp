@@ -176,6 +176,9 @@ void read_spec(const json& body, const ModelContext& model, ParsedRequest& r) {
     bad_request("priority", "'priority' other than 0 needs priority scheduling, which this server does not use "
                             "(--scheduling-policy priority)");
   spec.sampling.num_logprobs = r.top_logprobs;
+  // vLLM refuses them too: a stream has no place for them (echo's implied ones go in its first chunk).
+  if (r.stream && spec.prompt_logprobs >= 0)
+    bad_request("prompt_logprobs", "'prompt_logprobs' are not available when 'stream' is true");
   // vLLM: echo with logprobs returns the prompt's logprobs too, at the same count.
   if (r.echo && r.top_logprobs >= 0 && field(body, "prompt_logprobs") == nullptr)
     spec.prompt_logprobs = r.top_logprobs;

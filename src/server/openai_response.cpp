@@ -35,24 +35,34 @@ ojson finish_reason_json(FinishReason reason) {
 }
 
 ojson completion_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
-                          const Usage& usage, const LogprobFormatter& format) {
+                          const Usage& usage, const LogprobFormatter& format, const PromptReport& prompt) {
   ojson list = ojson::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceOutput& c = choices[i];
     LogprobFormatter::Cursor cursor = format.start();
-    list.push_back(
-        {{"index", i},
-         {"text", c.text},
-         {"logprobs", with_logprobs ? format.completion(c.logprobs, cursor) : ojson(nullptr)},
-         {"finish_reason", finish_reason_json(c.finish_reason)},
-         {"stop_reason", stop_reason_json(c.stop_reason)}});
+    ojson logprobs = nullptr;
+    if (with_logprobs) {
+      if (prompt.echo_logprobs) {
+        logprobs = format.echoed_prompt(prompt.tokens, c.prompt_logprobs, cursor);
+        LogprobFormatter::append_completion(logprobs, format.completion(c.logprobs, cursor));
+      } else {
+        logprobs = format.completion(c.logprobs, cursor);
+      }
+    }
+    ojson choice = {{"index", i},
+                    {"text", c.text},
+                    {"logprobs", std::move(logprobs)},
+                    {"finish_reason", finish_reason_json(c.finish_reason)},
+                    {"stop_reason", stop_reason_json(c.stop_reason)}};
+    if (prompt.prompt_logprobs) choice["prompt_logprobs"] = format.prompt_logprobs(prompt.tokens, c.prompt_logprobs);
+    list.push_back(std::move(choice));
   }
   return {{"id", header.id}, {"object", "text_completion"}, {"created", header.created}, {"model", header.model},
           {"choices", list}, {"usage", usage_json(usage)}};
 }
 
 ojson chat_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
-                    const Usage& usage, const LogprobFormatter& format) {
+                    const Usage& usage, const LogprobFormatter& format, const PromptReport& prompt) {
   ojson list = ojson::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceOutput& c = choices[i];
@@ -65,8 +75,13 @@ ojson chat_response(const ResponseHeader& header, const std::vector<ChoiceOutput
                     {"finish_reason", finish_reason_json(c.finish_reason)},
                     {"stop_reason", stop_reason_json(c.stop_reason)}});
   }
-  return {{"id", header.id}, {"object", "chat.completion"}, {"created", header.created}, {"model", header.model},
-          {"choices", list}, {"usage", usage_json(usage)}};
+  ojson response = {{"id", header.id},       {"object", "chat.completion"}, {"created", header.created},
+                    {"model", header.model}, {"choices", list},             {"usage", usage_json(usage)}};
+  if (prompt.prompt_logprobs)  // the prompt is every choice's: reported once
+    response["prompt_logprobs"] =
+        format.prompt_logprobs(prompt.tokens, choices.empty() ? std::span<const TokenLogprobs>{}
+                                                              : std::span<const TokenLogprobs>(choices[0].prompt_logprobs));
+  return response;
 }
 
 ojson completion_chunk(const ResponseHeader& header, int64_t index, const std::string& text, ojson logprobs,

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -26,6 +27,7 @@ struct ChoiceOutput {
   std::string text;
   std::vector<int32_t> token_ids;
   std::vector<OutputLogprobs> logprobs;  // when logprobs were asked for: the engine's (they end where the text ends)
+  std::vector<TokenLogprobs> prompt_logprobs;  // when prompt logprobs were asked for: each prompt token's after the first
   FinishReason finish_reason = FinishReason::kNone;
   std::optional<std::variant<int32_t, std::string>> stop_reason;
 };
@@ -42,11 +44,19 @@ ojson usage_json(const Usage& usage);
 ojson stop_reason_json(const std::optional<std::variant<int32_t, std::string>>& stop_reason);
 ojson finish_reason_json(FinishReason reason);
 
+// What a response reports of its prompt, beside the choices.
+struct PromptReport {
+  std::span<const int32_t> tokens;
+  bool echo_logprobs = false;    // completions' echo with logprobs: the choices' logprobs start with the prompt's
+  bool prompt_logprobs = false;  // vLLM's "prompt_logprobs" (asked, or implied by echo with logprobs)
+};
+
 // Whole responses (stream false). `with_logprobs`: each choice's logprobs object, else null.
+// Completions report prompt logprobs in each choice, chat once, beside the choices (vLLM's shapes).
 ojson completion_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
-                          const Usage& usage, const LogprobFormatter& format);
+                          const Usage& usage, const LogprobFormatter& format, const PromptReport& prompt = {});
 ojson chat_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
-                    const Usage& usage, const LogprobFormatter& format);
+                    const Usage& usage, const LogprobFormatter& format, const PromptReport& prompt = {});
 // Streamed chunks. `usage_null`: the chunk carries "usage": null (stream_options.include_usage).
 ojson completion_chunk(const ResponseHeader& header, int64_t index, const std::string& text, ojson logprobs,
                        FinishReason finish, const std::optional<std::variant<int32_t, std::string>>& stop_reason,

@@ -24,6 +24,9 @@ StreamFormatter::StreamFormatter(ResponseHeader header, const ParsedRequest& req
   prompt_tokens_ = static_cast<int64_t>(request.prompt.size());
   if (request.echo) echo_text_ = request.echo_text;
   echoed_.assign(static_cast<size_t>(request.n), echo_text_.empty());
+  echo_logprobs_ = request.echo && request.top_logprobs >= 0;
+  if (echo_logprobs_) prompt_ = request.prompt;
+  prompt_scored_.resize(static_cast<size_t>(request.n));
 }
 
 std::string StreamFormatter::begin() {
@@ -39,6 +42,7 @@ std::string StreamFormatter::begin() {
 }
 
 std::string StreamFormatter::delta(int64_t index, const RequestOutput& output) {
+  if (!output.prompt_logprobs.empty()) prompt_scored_.at(static_cast<size_t>(index)) = output.prompt_logprobs;
   // A token's logprobs come once the engine has settled that it belongs to the output (they may lag
   // its chunk while its text is held back); a chunk without any has "logprobs": null.
   const bool with_logprobs = top_logprobs_ >= 0 && !output.logprobs.empty();
@@ -48,13 +52,20 @@ std::string StreamFormatter::delta(int64_t index, const RequestOutput& output) {
   const FinishReason finish = output.finished ? output.finish_reason : FinishReason::kNone;
   ojson chunk;
   if (endpoint_ == Endpoint::kCompletions) {
+    LogprobFormatter::Cursor& cursor = cursors_.at(static_cast<size_t>(index));
     ojson logprobs = nullptr;
-    if (with_logprobs)
-      logprobs = format_.completion(output.logprobs, cursors_.at(static_cast<size_t>(index)));
     std::string text = output.text;
     if (!echoed_.empty() && !echoed_.at(index)) {
       echoed_.at(index) = true;
       text.insert(0, echo_text_);
+      if (echo_logprobs_) logprobs = format_.echoed_prompt(prompt_, prompt_scored_.at(static_cast<size_t>(index)), cursor);
+    }
+    if (with_logprobs) {
+      ojson generated = format_.completion(output.logprobs, cursor);
+      if (logprobs.is_null())
+        logprobs = std::move(generated);
+      else
+        LogprobFormatter::append_completion(logprobs, generated);
     }
     chunk = completion_chunk(header_, index, text, std::move(logprobs), finish, output.stop_reason, include_usage_);
   } else {

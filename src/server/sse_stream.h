@@ -3,7 +3,8 @@
 // opening each choice with the assistant role, an optional usage chunk (empty choices) at the
 // end, and `data: [DONE]\n\n` last. With stream_options.continuous_usage_stats every chunk also
 // carries the usage so far (vLLM's: the prompt, and the choice's own completion tokens); with
-// completions' echo, each choice's first chunk starts with the prompt's text.
+// completions' echo, each choice's first chunk starts with the prompt's text (and, with logprobs, its
+// logprobs with the prompt's tokens').
 #pragma once
 
 #include <cstdint>
@@ -45,6 +46,11 @@ class StreamFormatter {
   int64_t prompt_tokens_ = 0;  // for continuous usage
   std::string echo_text_;      // completions' echo, sent once per choice
   std::vector<bool> echoed_;   // [n]
+  // Echo with logprobs: the prompt's tokens, and each choice's prompt logprobs (the engine's first
+  // delta carries them; kept until the choice's first chunk goes out).
+  bool echo_logprobs_ = false;
+  std::vector<int32_t> prompt_;
+  std::vector<std::vector<TokenLogprobs>> prompt_scored_;  // [n]
   LogprobFormatter format_;
   std::vector<LogprobFormatter::Cursor> cursors_;  // [n] where each choice's logprobs stand
 };

@@ -9,8 +9,12 @@ Llama-2 SentencePiece byte-fallback tokenizers) and `fullgraph generate --prompt
   a key equal to the sampled token's string is the sampled token's.
 - Stop strings: the logprobs (tokens, text_offset, chat content) end with the token in which the
   cut text ends, streamed (the chunks join to the whole answer) and not, and in `generate --prompts`.
-- --return-tokens-as-token-ids, when `serve` has the flag: every token and key is "token_id:<id>"
-  (the server honours it once ApiServerOptions carries LogprobOptions to its LogprobFormatters).
+- --return-tokens-as-token-ids: every token and key is "token_id:<id>".
+- prompt_logprobs (vLLM's shape: null, then {id: {logprob, rank, decoded_token}} per prompt token),
+  in completions' choices and chat's response: a prompt token's logprob and rank are those the
+  model gives it as a generated token after the same prefix (the oracle: a greedy one-token
+  request on the prompt without its last token); echo with logprobs puts the prompt's tokens
+  before the generated ones, streamed and not; with stream they are refused, as vLLM does.
 """
 import json
 import os
@@ -198,17 +202,13 @@ def chat_stop_strings(server, model):
 
 
 def token_ids(tmp):
-    status = subprocess.run([BINARY, "serve", "--help"], stdout=subprocess.PIPE, check=False)
-    if b"--return-tokens-as-token-ids" not in status.stdout:
-        print("SKIP: serve has no --return-tokens-as-token-ids yet", flush=True)
-        return
     server = BuiltinServer(tmp, ["--return-tokens-as-token-ids"])
     try:
         server.wait_ready()
         c = post(server, "/v1/completions", {"prompt": "hi", "max_tokens": 6, "logprobs": 3})["choices"][0]["logprobs"]
         names = c["tokens"] + [k for top in c["top_logprobs"] for k in top]
         check(all(t.startswith("token_id:") and t[9:].isdigit() for t in names),
-              f"--return-tokens-as-token-ids is not honoured (LogprobOptions wired to the formatters?): {names}")
+              f"--return-tokens-as-token-ids is not honoured: {names}")
         chat = post(server, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 6,
                                                      "logprobs": True, "top_logprobs": 2})
         content = chat["choices"][0]["logprobs"]["content"]
@@ -216,6 +216,58 @@ def token_ids(tmp):
         check(all(t.startswith("token_id:") for t in names), f"chat token ids: {names}")
     finally:
         server.stop()
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-4 * max(1.0, abs(a))  # the same fp32 row, from prefills of other lengths
+
+
+def prompt_logprobs(server, model, has_chat):
+    """vLLM's prompt_logprobs and echo's prompt logprobs, checked against generated logprobs."""
+    # The oracle: the greedy next token after `head`, as generated: its string and logprob.
+    head = post(server, "/tokenize", {"model": model, "prompt": "Hello there, how"})["tokens"]
+    first = post(server, "/v1/completions", {"model": model, "prompt": head, "max_tokens": 1, "temperature": 0,
+                                             "logprobs": 2})["choices"][0]["logprobs"]
+    greedy, greedy_lp = first["tokens"][0], first["token_logprobs"][0]
+    prompt = head + [head[-1]]  # any last token: its entry's rank 1 is the greedy token
+    body = {"model": model, "prompt": prompt, "max_tokens": 2, "temperature": 0, "prompt_logprobs": 2}
+    pl = post(server, "/v1/completions", body)["choices"][0].get("prompt_logprobs")
+    check(isinstance(pl, list) and len(pl) == len(prompt) and pl[0] is None,
+          f"{model}: prompt_logprobs shape: {str(pl)[:200]}")
+    if not isinstance(pl, list) or len(pl) != len(prompt):
+        return
+    for i in range(1, len(prompt)):
+        own = pl[i].get(str(prompt[i]))
+        check(own is not None and own["rank"] >= 1 and "decoded_token" in own,
+              f"{model}: prompt token {i} missing from its entry: {pl[i]}")
+        others = [v["rank"] for k, v in pl[i].items() if k != str(prompt[i])]
+        check(all(1 <= r <= 2 for r in others) and len(pl[i]) in (2, 3), f"{model}: prompt token {i}: {pl[i]}")
+    best = [v for v in pl[-1].values() if v["rank"] == 1]
+    check(len(best) == 1 and best[0]["decoded_token"] == greedy and close(best[0]["logprob"], greedy_lp),
+          f"{model}: the last entry's rank 1 {best} is not the greedy token {greedy!r} {greedy_lp}")
+    own = pl[-1][str(prompt[-1])]
+    check(own["logprob"] <= greedy_lp + 1e-6 and (own["rank"] == 1) == (own["decoded_token"] == greedy),
+          f"{model}: the last prompt token {own} against the greedy {greedy!r} {greedy_lp}")
+    # Echo with logprobs: the prompt's tokens first (the first without a logprob), then the output's.
+    body = {"model": model, "prompt": head, "max_tokens": 3, "temperature": 0, "logprobs": 1, "echo": True}
+    elp = post(server, "/v1/completions", body)["choices"][0]["logprobs"]
+    check(len(elp["tokens"]) > len(head) and elp["token_logprobs"][0] is None and elp["top_logprobs"][0] is None,
+          f"{model}: echo logprobs: {str(elp)[:300]}")
+    scored = [pl[i][str(prompt[i])]["logprob"] for i in range(1, len(head))]
+    check(all(close(a, b) for a, b in zip(elp["token_logprobs"][1:len(head)], scored))
+          and elp["tokens"][len(head)] == greedy and close(elp["token_logprobs"][len(head)], greedy_lp),
+          f"{model}: echo's logprobs {elp['token_logprobs'][:len(head) + 1]} against {scored} and {greedy_lp}")
+    streamed = post(server, "/v1/completions", dict(body, stream=True))
+    check(joined_completion_logprobs(streamed) == elp, f"{model}: streamed echo logprobs differ from the whole")
+    status, raw, _ = server.request("POST", "/v1/completions", body=json.dumps(
+        {"model": model, "prompt": prompt, "max_tokens": 2, "prompt_logprobs": 1, "stream": True}).encode())
+    check(status == 400 and b"prompt_logprobs" in raw, f"{model}: stream with prompt_logprobs: {status} {raw[:200]!r}")
+    if has_chat:
+        chat = post(server, "/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": "hi"}],
+                                                     "max_tokens": 2, "prompt_logprobs": 0})
+        cpl = chat.get("prompt_logprobs")
+        check(isinstance(cpl, list) and cpl[0] is None and len(cpl) == chat["usage"]["prompt_tokens"]
+              and all(len(e) == 1 for e in cpl[1:]), f"{model}: chat prompt_logprobs: {str(cpl)[:200]}")
 
 
 def main():
@@ -235,6 +287,7 @@ def main():
                 stop_strings(server, model, folder, tmp)
                 if has_chat:
                     chat_stop_strings(server, model)
+                prompt_logprobs(server, model, has_chat)
                 print(f"{model} checked ({time.time() - start:.1f} s)", flush=True)
             token_ids(tmp)
         finally:
