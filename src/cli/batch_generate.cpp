@@ -11,6 +11,8 @@
 #include "core/log.h"
 #include "core/progress_bar.h"
 #include "engine/request_json.h"
+#include "server/openai_request.h"
+#include "server/request_reading.h"
 
 namespace fg::cli {
 
@@ -27,33 +29,38 @@ struct BatchItem {
   bool done = false;
 };
 
-std::vector<int32_t> prompt_of(const nlohmann::json& line, const EngineSetup& setup, size_t number) {
+// A line's prompt, read as the server reads a request's: "prompt" text (with add_special_tokens,
+// default true), "prompt_ids", or chat "messages" (with add_generation_prompt,
+// continue_final_message, add_special_tokens, chat_template_kwargs); then truncate_prompt_tokens.
+std::vector<int32_t> prompt_of(const nlohmann::json& line, const server::ModelContext& model, const EngineSetup& setup,
+                               size_t number) {
   const int given = line.contains("prompt") + line.contains("prompt_ids") + line.contains("messages");
   FG_CHECK(given == 1, "line {}: give exactly one of \"prompt\", \"prompt_ids\" and \"messages\"", number);
+  std::vector<int32_t> out;
   if (line.contains("prompt_ids")) {
     const nlohmann::json& ids = line["prompt_ids"];
     FG_CHECK(ids.is_array() && !ids.empty(), "line {}: \"prompt_ids\" must be a non-empty list of token ids", number);
-    std::vector<int32_t> out;
     for (const auto& id : ids) {
       FG_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() <= INT32_MAX,
                "line {}: \"prompt_ids\" holds {}, not a token id", number, id.dump());
       out.push_back(id.get<int32_t>());
     }
-    return out;
+  } else {
+    FG_CHECK(setup.tokenizer != nullptr, "line {}: text prompts need a tokenizer, and {} has none (use prompt_ids)",
+             number, setup.source);
+    if (line.contains("prompt")) {
+      FG_CHECK(line["prompt"].is_string(), "line {}: \"prompt\" must be a string", number);
+      bool add_special_tokens = true;
+      if (const auto* v = server::field(line, "add_special_tokens"))
+        add_special_tokens = server::read_bool(*v, "add_special_tokens");
+      out = setup.tokenizer->encode(line["prompt"].get<std::string>(), add_special_tokens);
+    } else {
+      out = server::chat_prompt_tokens(line, model, server::read_chat_prompt_options(line));
+    }
   }
-  FG_CHECK(setup.tokenizer != nullptr, "line {}: text prompts need a tokenizer, and {} has none (use prompt_ids)",
-           number, setup.source);
-  if (line.contains("prompt")) {
-    FG_CHECK(line["prompt"].is_string(), "line {}: \"prompt\" must be a string", number);
-    return setup.tokenizer->encode(line["prompt"].get<std::string>(), /*add_special_tokens=*/true);
-  }
-  const nlohmann::json& messages = line["messages"];
-  FG_CHECK(messages.is_array() && !messages.empty(), "line {}: \"messages\" must be a non-empty list", number);
-  FG_CHECK(!setup.chat.chat_template.empty(), "line {}: the model has no chat template", number);
-  ChatRenderOptions options;
-  options.add_generation_prompt = true;
-  const std::string rendered = render_chat(setup.chat, nlohmann::ordered_json(messages), options);
-  return setup.tokenizer->encode(rendered, /*add_special_tokens=*/false);
+  bool truncated = false;
+  server::truncate_prompt(line, model, out, truncated);
+  return out;
 }
 
 nlohmann::json logprobs_json(const OutputLogprobs& entry) {
@@ -74,6 +81,14 @@ void run_batch_generate(const BatchGenerateOptions& o, const GpuBackendFactory& 
   const auto log = log::info_line;
   std::unique_ptr<EngineSetup> setup = build_engine(o.engine, gpu, log);
   Engine& engine = *setup->engine;
+  // What the server's prompt readers need of the model.
+  std::unique_ptr<ChatTemplate> chat_template;
+  if (!setup->chat.chat_template.empty()) chat_template = std::make_unique<ChatTemplate>(setup->chat);
+  server::ModelContext model;
+  model.tokenizer = setup->tokenizer.get();
+  model.chat_template = chat_template.get();
+  model.vocab_size = setup->config.vocab_size;
+  model.max_model_len = setup->max_model_len;
 
   // Every line is parsed and checked before anything runs: a bad line costs no work.
   std::vector<BatchItem> items;
@@ -90,7 +105,7 @@ void run_batch_generate(const BatchGenerateOptions& o, const GpuBackendFactory& 
     BatchItem item;
     item.spec.stop.max_tokens = o.default_max_tokens;
     try {
-      item.spec.prompt = prompt_of(line, *setup, number);
+      item.spec.prompt = prompt_of(line, model, *setup, number);
       read_request_fields(line, item.spec, setup->generation.sampling, setup->config.vocab_size);
     } catch (const Error& e) {
       fail("{} line {}: {}", o.prompts_file, number, e.what());

@@ -88,21 +88,6 @@ void check_request_id(std::string_view id, const std::string& param, std::string
     if (c < 0x20 || c > 0x7e) bad_request(param, fmt::format("{}: only printable ASCII characters are allowed", what));
 }
 
-// vLLM's truncate_prompt_tokens: keep the last N tokens (-1: max_model_len of them).
-void truncate_prompt(const json& body, const ModelContext& model, std::vector<int32_t>& prompt, bool& truncated) {
-  const json* v = field(body, "truncate_prompt_tokens");
-  if (v == nullptr) return;
-  int64_t keep = read_int(*v, "truncate_prompt_tokens", -1, std::numeric_limits<int64_t>::max());
-  if (keep == 0) bad_request("truncate_prompt_tokens", "'truncate_prompt_tokens' must be at least 1 (or -1)");
-  if (keep == -1) keep = model.max_model_len;
-  if (keep > model.max_model_len)
-    bad_request("truncate_prompt_tokens",
-                fmt::format("'truncate_prompt_tokens' ({}) is more than this model's maximum context length ({})",
-                            keep, model.max_model_len));
-  if (static_cast<int64_t>(prompt.size()) <= keep) return;
-  prompt.erase(prompt.begin(), prompt.end() - keep);
-  truncated = true;
-}
 
 // The largest max_tokens a prompt leaves room for, in the context and in the KV cache (whose
 // last token's KV is never computed, hence + 1).
@@ -191,6 +176,21 @@ void read_spec(const json& body, const ModelContext& model, ParsedRequest& r) {
 }
 
 }  // namespace
+
+void truncate_prompt(const json& body, const ModelContext& model, std::vector<int32_t>& prompt, bool& truncated) {
+  const json* v = field(body, "truncate_prompt_tokens");
+  if (v == nullptr) return;
+  int64_t keep = read_int(*v, "truncate_prompt_tokens", -1, std::numeric_limits<int64_t>::max());
+  if (keep == 0) bad_request("truncate_prompt_tokens", "'truncate_prompt_tokens' must be at least 1 (or -1)");
+  if (keep == -1) keep = model.max_model_len;
+  if (keep > model.max_model_len)
+    bad_request("truncate_prompt_tokens",
+                fmt::format("'truncate_prompt_tokens' ({}) is more than this model's maximum context length ({})",
+                            keep, model.max_model_len));
+  if (static_cast<int64_t>(prompt.size()) <= keep) return;
+  prompt.erase(prompt.begin(), prompt.end() - keep);
+  truncated = true;
+}
 
 json parse_json_body(std::string_view body) {
   JsonDocument document;

@@ -59,6 +59,11 @@ struct ParsedRequest {
 // each container opens), and JSON that is not an object.
 nlohmann::json parse_json_body(std::string_view body);
 
+// vLLM's truncate_prompt_tokens in `body`: keep the last N tokens of `prompt` (-1: max_model_len
+// of them); `truncated` says whether any went. ApiError (400) for 0 or more than max_model_len.
+void truncate_prompt(const nlohmann::json& body, const ModelContext& model, std::vector<int32_t>& prompt,
+                     bool& truncated);
+
 // Validates `body` for `endpoint` and builds the request. Throws ApiError: 404 (code
 // "model_not_found") for a model that is not served, 400 naming the field for everything else.
 ParsedRequest parse_openai_request(Endpoint endpoint, const nlohmann::json& body, const ModelContext& model);

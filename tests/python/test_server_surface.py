@@ -9,13 +9,17 @@
   --generation-config auto, and not under vllm.
 - --scheduling-policy priority accepts a request's `priority`; without it a non-zero one is a 400.
 - logit_bias reaches the sampler: +100 on a token makes greedy decoding repeat it.
+- The prompt fields (add_special_tokens, truncate_prompt_tokens, add_generation_prompt,
+  continue_final_message) mean the same in `generate --prompts` as served: the same prompt
+  token count and the same greedy text, and each changes the prompt it is given.
 """
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
-from serve_process import TESTDATA, Server, check, failures
+from serve_process import BINARY, TESTDATA, Server, check, failures
 
 E2E = os.path.join(TESTDATA, "e2e", "tiny-qwen3tok")
 TOKENIZER = os.path.join(TESTDATA, "tokenizers", "qwen3")
@@ -96,10 +100,50 @@ def generation_config_checks(tmp):
             check(server.stop() == 0, f"--generation-config {mode}: exit status")
 
 
+def prompt_field_checks(tmp):
+    chat = [{"role": "user", "content": "hi there"}]
+    partial = chat + [{"role": "assistant", "content": "Well"}]
+    greedy = {"max_tokens": 4, "temperature": 0, "ignore_eos": True}
+    cases = [  # (endpoint, line, the same request without the field)
+        ("completions", {"prompt": "Hello there friend", "add_special_tokens": False}, {"prompt": "Hello there friend"}),
+        ("completions", {"prompt": "Hello there friend", "truncate_prompt_tokens": 2}, {"prompt": "Hello there friend"}),
+        ("chat", {"messages": chat, "add_generation_prompt": False}, {"messages": chat}),
+        ("chat", {"messages": partial, "continue_final_message": True}, {"messages": partial}),
+        ("chat", {"messages": chat, "add_special_tokens": True}, {"messages": chat}),
+    ]
+    lines = [dict(line, **greedy) for _, line, _ in cases] + [dict(plain, **greedy) for _, _, plain in cases]
+    path = os.path.join(tmp, "prompts.jsonl")
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(line) + "\n" for line in lines))
+    # The built-in model: its tokenizer adds a BOS, so add_special_tokens changes a prompt.
+    proc = subprocess.run([BINARY, "generate", "--prompts", path, "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    if not check(proc.returncode == 0, f"generate --prompts: {proc.stderr.decode(errors='replace')[-500:]}"):
+        return
+    offline = [json.loads(l) for l in proc.stdout.decode().splitlines() if l]
+    server = Server([], tmp)
+    try:
+        server.wait_ready()
+        for i, (endpoint, line, _) in enumerate(cases):
+            status, body, _ = server.request("POST", f"/v1/{'chat/' if endpoint == 'chat' else ''}completions",
+                                             dict(line, **greedy))
+            if not check(status == 200, f"{line}: status {status} {body}"):
+                continue
+            choice = body["choices"][0]
+            text = choice["message"]["content"] if endpoint == "chat" else choice["text"]
+            check(body["usage"]["prompt_tokens"] == offline[i]["prompt_tokens"] and text == offline[i]["text"],
+                  f"{line}: served {body['usage']['prompt_tokens']} prompt tokens, {text!r}; offline "
+                  f"{offline[i]['prompt_tokens']}, {offline[i]['text']!r}")
+            check(offline[i]["prompt_tokens"] != offline[len(cases) + i]["prompt_tokens"],
+                  f"{line}: the field did not change the prompt ({offline[i]['prompt_tokens']} tokens either way)")
+    finally:
+        check(server.stop() == 0, "prompt fields: exit status")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         builtin_checks(tmp)
         generation_config_checks(tmp)
+        prompt_field_checks(tmp)
     print(f"{len(failures)} failures")
     sys.exit(1 if failures else 0)
 
