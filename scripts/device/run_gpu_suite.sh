@@ -60,14 +60,14 @@ if has bench || has latency; then
   done
 fi
 if has throughput; then
-  # Issue 6: 1000 random prompts (1024 tokens in, 128 out) on the Llama-3.1-8B shape, dummy weights.
+  # 1000 random prompts (1024 tokens in, 128 out) on the Llama-3.1-8B shape, dummy weights.
   echo "== offline throughput, llama-3.1-8b shape"
   python3 - "$OUT/prompts_1000.jsonl" <<'PY'
 import json, random, sys
 rng = random.Random(0)
 with open(sys.argv[1], "w") as f:
     for _ in range(1000):
-        f.write(json.dumps({"prompt_ids": [rng.randrange(128256) for _ in range(1024)], "max_tokens": 128,
+        f.write(json.dumps({"prompt_ids": [rng.randrange(128256) for _ in range(1024)], "max_tokens": 128, "temperature": 0,
                             "ignore_eos": True}) + "\n")
 PY
   "$D/fullgraph" generate --prompts "$OUT/prompts_1000.jsonl" --shape llama-3.1-8b --device cuda \
@@ -75,7 +75,7 @@ PY
     --no-progress --output "$OUT/throughput_results.jsonl" 2>&1 | grep -v "capturing graphs" | tee "$OUT/throughput.txt"
 fi
 if has serve; then
-  # Issue 7: bench serve against serve, Llama-3.1-8B shape, dummy weights, a few request rates.
+  # bench serve against serve, Llama-3.1-8B shape, dummy weights, a few request rates.
   echo "== serve + bench serve, llama-3.1-8b shape"
   "$D/fullgraph" serve --shape llama-3.1-8b --device cuda --port 8011 --max-num-seqs 256 \
     --max-num-batched-tokens 2048 --max-model-len 2048 >"$OUT/serve.log" 2>&1 &

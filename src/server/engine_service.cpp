@@ -1,9 +1,14 @@
 // server/engine_service.cpp — see engine_service.h.
 #include "server/engine_service.h"
 
+#include "core/thread_name.h"
+
 namespace fg::server {
 
-EngineService::EngineService(Engine& engine) : engine_(engine) { thread_ = std::thread([this] { run(); }); }
+EngineService::EngineService(Engine& engine) : engine_(engine) { thread_ = std::thread([this] {
+    set_thread_name("engine-loop");
+    run();
+  }); }
 
 EngineService::~EngineService() { stop(); }
 

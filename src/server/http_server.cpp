@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "core/thread_name.h"
 #include "server/api_key.h"
 #include "server/http_connection.h"
 #include "server/http_cors.h"
@@ -128,7 +129,12 @@ class HttpServer::Impl final : public ConnectionHost {
     work_.emplace(ioc_.get_executor());
     asio::post(accept_strand_, [this] { accept(); });
     std::vector<std::thread> pool;
-    for (int i = 1; i < threads(); ++i) pool.emplace_back([this] { serve(); });
+    for (int i = 1; i < threads(); ++i)
+      pool.emplace_back([this] {
+        set_thread_name("http-io");
+        serve();
+      });
+    set_thread_name("http-io");
     serve();
     for (std::thread& t : pool) t.join();
   }
