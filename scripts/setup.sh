@@ -9,6 +9,7 @@ packages=(
   libpcre2-dev libutf8proc-dev libxxhash-dev
   libboost-dev libssl-dev  # the HTTP server: Boost.Beast/Asio (header-only), OpenSSL for TLS
   openssl                  # tests/python/test_http_features.py makes its TLS certificate with it
+  curl                     # ... and serves curl over HTTP/1.0 and 1.1, with and without TLS
   libcpp-httplib-dev       # the `bench serve` client
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   clang libclang-rt-dev

@@ -1,5 +1,7 @@
 """`fullgraph serve`'s HTTP layer beyond parsing, with the built-in model (no --model):
 
+- curl, --http1.0 and --http1.1, over HTTP and HTTPS: a completion and a stream (HTTP/1.0: an
+  HTTP/1.0 status line, no chunking, the stream ended by the close).
 - TLS (--ssl-keyfile/--ssl-certfile): /health, a streamed and a non-streamed completion through
   the `openai` client over HTTPS; plain HTTP on the TLS port gets no answer; a client that never
   finishes its handshake is closed after the read timeout.
@@ -37,6 +39,30 @@ def make_cert(tmp):
     return key, cert
 
 
+def curl_checks(base_url, extra=()):
+    """A completion and a stream through curl, in HTTP/1.0 and 1.1."""
+    for version in ("--http1.0", "--http1.1"):
+        for stream in (False, True):
+            body = json.dumps({"prompt": "hi", "max_tokens": 4, "ignore_eos": True, "stream": stream})
+            proc = subprocess.run(["curl", "-sS", "-i", "-N", version, *extra, "-H", "Content-Type: application/json",
+                                   "-d", body, f"{base_url}/v1/completions"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, timeout=60, check=False)
+            label = f"curl {version} {'stream' if stream else 'whole'} {base_url}"
+            head, _, payload = proc.stdout.partition(b"\r\n\r\n")
+            status_line = head.split(b"\r\n")[0]
+            want = b"HTTP/1.0 200" if version == "--http1.0" else b"HTTP/1.1 200"
+            if not check(proc.returncode == 0 and status_line.startswith(want),
+                         f"{label}: exit {proc.returncode}, {status_line!r}, {proc.stderr[-200:]!r}"):
+                continue
+            chunked = b"transfer-encoding: chunked" in head.lower()
+            check(chunked == (stream and version == "--http1.1"), f"{label}: chunked is {chunked}")
+            if stream:
+                check(payload.rstrip().endswith(b"data: [DONE]") and payload.count(b"data: {") == 4,
+                      f"{label}: {payload[-200:]!r}")
+            else:
+                check(json.loads(payload)["usage"]["completion_tokens"] == 4, f"{label}: {payload[:200]!r}")
+
+
 def tls_checks(tmp):
     key, cert = make_cert(tmp)
     server = Server(["--ssl-keyfile", key, "--ssl-certfile", cert, "--http-read-timeout", "2",
@@ -56,6 +82,7 @@ def tls_checks(tmp):
         chunks = list(client.completions.create(model="fullgraph-builtin", prompt="hi", max_tokens=4, stream=True,
                                                 extra_body={"ignore_eos": True}))
         check(len(chunks) == 4 and len({c.id for c in chunks}) == 1, f"TLS stream: {len(chunks)} chunks")
+        curl_checks(f"https://localhost:{server.port}", ["--cacert", cert])
         # Plain HTTP on the TLS port: the handshake fails, no HTTP answer.
         r = exchange(server.port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", timeout=5)
         check(r is None, f"plain HTTP on the TLS port answered: {r!r}")
@@ -75,6 +102,7 @@ def cors_root_log_checks():
     try:
         server.wait_ready()
         bare.wait_ready()
+        curl_checks(f"http://127.0.0.1:{bare.port}")
         port = server.port
         pre = (b"OPTIONS /v1/completions HTTP/1.1\r\nHost: x\r\nOrigin: %s\r\nAccess-Control-Request-Method: POST\r\n"
                b"Access-Control-Request-Headers: authorization, content-type\r\n\r\n")

@@ -9,10 +9,12 @@
   --generation-config auto, and not under vllm.
 - --scheduling-policy priority accepts a request's `priority`; without it a non-zero one is a 400.
 - logit_bias reaches the sampler: +100 on a token makes greedy decoding repeat it.
+- stream_options.continuous_usage_stats: every streamed chunk carries the usage so far.
 - The prompt fields (add_special_tokens, truncate_prompt_tokens, add_generation_prompt,
   continue_final_message) mean the same in `generate --prompts` as served: the same prompt
   token count and the same greedy text, and each changes the prompt it is given.
 """
+import http.client
 import json
 import os
 import subprocess
@@ -42,6 +44,24 @@ def complete(server, **fields):
     status, body, headers = server.request("POST", "/v1/completions", {"prompt": "Hello", "max_tokens": 8, **fields})
     check(status == 200, f"completion {fields}: {status} {body}")
     return body["choices"][0]["text"] if status == 200 else None
+
+
+def continuous_usage(server):
+    """stream_options.continuous_usage_stats: every chunk carries the usage so far (vLLM's)."""
+    body = {"prompt": "hi", "max_tokens": 4, "ignore_eos": True, "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    try:
+        conn.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+        raw = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    chunks = [json.loads(e[6:]) for e in raw.split("\n\n") if e.startswith("data: {")]
+    token_chunks = [c for c in chunks if c["choices"]]
+    counts = [c.get("usage", {}).get("completion_tokens") for c in token_chunks]
+    prompts = {c.get("usage", {}).get("prompt_tokens") for c in chunks}
+    check(len(token_chunks) == 4 and counts == [1, 2, 3, 4] and len(prompts) == 1 and None not in prompts
+          and chunks[-1]["usage"]["completion_tokens"] == 4, f"continuous usage: {counts} {prompts}")
 
 
 def builtin_checks(tmp):
@@ -77,6 +97,7 @@ def builtin_checks(tmp):
         _, want, _ = server.request("POST", "/detokenize", {"tokens": [300] * 4})
         check(status == 200 and body["choices"][0]["text"] == want["prompt"],
               f"logit_bias +100 on token 300: {status} {body} against {want}")
+        continuous_usage(server)
     finally:
         check(server.stop() == 0, "built-in server: exit status")
     server = Server([], tmp)
