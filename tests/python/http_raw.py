@@ -12,23 +12,7 @@ import sys
 import tempfile
 import time
 
-BINARY = os.environ["FULLGRAPH_BINARY"]
-
-failures = []  # what check() found wrong, for the test's exit status
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-    return cond
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
+from serve_process import BINARY, check, failures, free_port  # noqa: F401 (re-exported to the tests)
 
 class Response:
     def __init__(self, version, status, headers, body, closed):

@@ -34,22 +34,11 @@ import time
 
 import openai
 
-BINARY = os.environ["FULLGRAPH_BINARY"]
-TESTDATA = os.environ["FULLGRAPH_TESTDATA"]
+from serve_process import BINARY, TESTDATA, check, failures, free_port
 MODEL_OPTS = ["--rope-inv-freq-bf16"]
 LLAMA_NAME = "tiny-llama2"
 QWEN_NAMES = ["tiny-qwen3", "qwen-alias"]
 API_KEY = "sk-test-key"
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-    return cond
-
 
 def model_folder(tmp, e2e, tokenizer):
     """A checkpoint folder: the e2e model's files plus the tokenizer's, as symlinks."""
@@ -60,12 +49,6 @@ def model_folder(tmp, e2e, tokenizer):
     for name in ("tokenizer.json", "tokenizer_config.json"):
         os.symlink(os.path.join(TESTDATA, "tokenizers", tokenizer, name), os.path.join(path, name))
     return path
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def offline(model, lines, tmp, name):
