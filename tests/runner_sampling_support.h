@@ -1,6 +1,7 @@
 // tests/runner_sampling_support.h — what the CPU and the CUDA runner sampling tests share: bit
 // comparison of logprob results, a random mix of sampling settings, and RunnerSamplingTest, the
-// fixture base with the graph-against-eager step loop and the raw-logits step of those tests.
+// fixture base with the graph-against-eager step loop, the raw-logits step and the token-mask
+// checks of those tests.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include "runner_test_support.h"
 #include "sampling/cpu_logprobs.h"
 #include "sampling/sampling_math.h"
+#include "token_mask_support.h"
 
 namespace fg::test {
 
@@ -112,12 +114,15 @@ class RunnerSamplingTest : public RunnerTest<Param> {
 
   // Eight rounds: decode batches of 1 to 10 requests (buckets of 4, 8 and 16 leave padded rows)
   // and mixed batches, with mixed sampling settings and, on about a request in three, a logit bias
-  // (some of it on the request's own tokens, which its penalties may list too), three steps each,
-  // every sampled token appended to its request's output so that the penalty counts grow; graph
-  // against eager at every step. Returns how many steps replayed a graph.
+  // (some of it on the request's own tokens, which its penalties may list too), on about one in
+  // three a token mask (constrained and unconstrained requests mixed in one batch; every sampled
+  // token of a constrained request is one its mask allows), three steps each, every sampled token
+  // appended to its request's output so that the penalty counts grow; graph against eager at every
+  // step. Returns how many steps replayed a graph.
   int64_t padded_mixed_rounds_graph_vs_eager(std::mt19937& rng) {
     int64_t replays = 0;
     std::mt19937 bias_rng(77);  // its own, so that the rest draws what it drew before biases existed
+    std::mt19937 mask_rng(91);  // and the masks theirs
     for (int round = 0; round < 8; ++round) {
       const bool mixed = round % 2 == 1;
       const int64_t batch = 1 + (round * 3) % 10;
@@ -129,6 +134,9 @@ class RunnerSamplingTest : public RunnerTest<Param> {
         requests.push_back(this->request(rng, prompt, chunk > 1 ? 0 : static_cast<int64_t>(rng() % 12), chunk,
                                          mixed_params(rng)));
         if (bias_rng() % 3 == 0) requests.back().logit_bias = random_logit_bias(bias_rng, requests.back().tokens);
+        if (mask_rng() % 3 == 0)
+          requests.back().token_mask =
+              random_token_mask(mask_rng, this->vocab(), 1 + static_cast<int64_t>(mask_rng() % (this->vocab() / 4)));
         chunk_lens.push_back(chunk);
       }
       for (int step = 0; step < 3; ++step) {
@@ -138,6 +146,10 @@ class RunnerSamplingTest : public RunnerTest<Param> {
         const StepResult result = expect_sampling_graph_equals_eager(chunks, what);
         replays += result.replayed;
         for (size_t i = 0; i < requests.size(); ++i) {
+          if (!requests[i].token_mask.empty()) {
+            EXPECT_TRUE(mask_allows(requests[i].token_mask, result.sampled[i]))
+                << what << " request " << i << " sampled " << result.sampled[i] << ", which its mask does not allow";
+          }
           requests[i].computed += chunk_lens[i];
           requests[i].tokens.push_back(result.sampled[i]);  // the output grows: counts change
           requests[i].sampling.step += 1;
@@ -180,6 +192,7 @@ class RunnerSamplingTest : public RunnerTest<Param> {
       s.chunks.push_back(this->next_chunk(r, 1));
       s.plain.push_back(s.chunks.back());
       s.plain.back().sampling = SamplingParams{};
+      s.plain.back().token_mask = {};
     }
     const int64_t n = static_cast<int64_t>(requests.size());
     this->runner_->execute(s.plain);
@@ -187,6 +200,72 @@ class RunnerSamplingTest : public RunnerTest<Param> {
     s.result = this->runner_->execute(s.chunks);
     s.penalized = copy_logits(*this->model_, n);
     return s;
+  }
+
+  // The token mask through the runner (sampling_params.h, item 0), on the six raw-logits requests:
+  // requests 1 (greedy), 3 and 5 (sampled at temperature 1) constrained, request 5's mask allowing
+  // 5 tokens, fewer than its 20 top logprobs. The step runs raw (no sampling, no mask), as asked,
+  // then once more without the masks. Constrained requests sample allowed tokens (request 1 the
+  // greedy one of its masked, penalized logits); every request's logprobs are those of its masked
+  // raw logits (a masked token's is -inf); the unconstrained requests' ids, logprobs and logits
+  // are bit-identical to the run without masks.
+  void expect_masked_step_follows_the_definition(std::mt19937& rng) {
+    std::vector<TestRequest> requests = raw_logits_requests(rng, 0.0f);
+    const int64_t V = this->vocab(), n = static_cast<int64_t>(requests.size());
+    for (int i : {1, 3, 5}) {
+      SamplingParams& p = requests[static_cast<size_t>(i)].sampling;
+      p.temperature = i == 1 ? 0.0f : 1.0f;
+      p.top_k = 0;
+      p.top_p = 1.0f;
+      p.min_p = 0.0f;
+      requests[static_cast<size_t>(i)].token_mask = random_token_mask(rng, V, i == 5 ? 5 : V / 8);
+    }
+    const RawAndSampledStep step = raw_and_sampled_step(requests);
+    EXPECT_TRUE(step.result.replayed);
+    std::vector<float> masked_raw;
+    for (int64_t r = 0; r < n; ++r) {
+      const std::vector<float> row = masked_row(step.raw.data() + r * V, V, requests[static_cast<size_t>(r)].token_mask);
+      masked_raw.insert(masked_raw.end(), row.begin(), row.end());
+    }
+    for (int64_t r = 0; r < n; ++r) {
+      const TestRequest& q = requests[static_cast<size_t>(r)];
+      const int32_t token = step.result.sampled[static_cast<size_t>(r)];
+      if (!q.token_mask.empty()) {
+        EXPECT_TRUE(mask_allows(q.token_mask, token)) << "request " << r << " sampled " << token;
+        int64_t masked = 0, wrong = 0;
+        for (int64_t t = 0; t < V; ++t) {
+          const float l = step.penalized[static_cast<size_t>(r * V + t)];
+          masked += !mask_allows(q.token_mask, t);
+          wrong += !mask_allows(q.token_mask, t) && !(std::isinf(l) && l < 0);
+        }
+        EXPECT_GT(masked, 0) << "request " << r;
+        EXPECT_EQ(wrong, 0) << "request " << r << ": masked tokens whose logit is not -inf";
+      }
+      test::expect_logprobs_of_raw_logits(step.result, masked_raw, V, r, q.sampling.num_logprobs);
+    }
+    // Request 1 is greedy: the lowest id of the maximum of its masked, penalized logits.
+    const float* row1 = step.penalized.data() + V;
+    EXPECT_EQ(step.result.sampled[1], std::max_element(row1, row1 + V) - row1);
+    // Request 5 allows 5 tokens: its other 15 top logprobs are of masked tokens, -inf.
+    const TokenLogprobs& lp5 = step.result.logprobs[5];
+    ASSERT_EQ(lp5.top.size(), 20u);
+    for (size_t k = 0; k < lp5.top.size(); ++k) {
+      EXPECT_EQ(k < 5, std::isfinite(lp5.top[k].second)) << "rank " << k;
+      EXPECT_EQ(k < 5, mask_allows(requests[5].token_mask, lp5.top[k].first)) << "rank " << k;
+    }
+    // The same step without any mask: the unconstrained requests' results do not move a bit.
+    std::vector<ScheduledRequest> unmasked = step.chunks;
+    for (ScheduledRequest& c : unmasked) c.token_mask = {};
+    const StepResult plain = this->runner_->execute(unmasked);
+    const std::vector<float> plain_logits = copy_logits(*this->model_, n);
+    for (int64_t r : {0, 2, 4}) {
+      const std::string what = "unconstrained request " + std::to_string(r);
+      EXPECT_EQ(plain.sampled[static_cast<size_t>(r)], step.result.sampled[static_cast<size_t>(r)]) << what;
+      expect_same_logprobs({plain.logprobs[static_cast<size_t>(r)]}, {step.result.logprobs[static_cast<size_t>(r)]},
+                           what);
+      EXPECT_EQ(std::memcmp(plain_logits.data() + r * V, step.penalized.data() + r * V, static_cast<size_t>(V) * 4), 0)
+          << what;
+    }
   }
 };
 

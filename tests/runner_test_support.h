@@ -44,6 +44,7 @@ struct TestRequest {
   SamplingParams sampling;
   int64_t prompt_len = -1;  // >= 0: tokens[0, prompt_len) are the prompt, the rest the output so far
   std::vector<std::pair<int32_t, float>> logit_bias;
+  std::vector<int32_t> token_mask;  // empty: unconstrained
 
   // The next `n` uncomputed tokens as a step chunk, growing blocks as needed.
   ScheduledRequest chunk(int64_t n, BlockPool& pool, int64_t block_size) {
@@ -57,6 +58,7 @@ struct TestRequest {
     s.prompt_ids = std::span<const int32_t>(tokens.data(), prompt);
     s.output_ids = std::span<const int32_t>(tokens.data() + prompt, tokens.size() - prompt);
     s.logit_bias = logit_bias;
+    s.token_mask = token_mask;
     return s;
   }
 };

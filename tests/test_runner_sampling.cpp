@@ -1,6 +1,7 @@
 // tests/test_runner_sampling.cpp — penalties and logprobs through the full-graph runner on the CPU
 // backend: graph replay equals the unpadded eager run bit for bit (ids, logprobs, top lists and
-// the penalized logits) in mixed batches with padded rows and every buffer poisoned; the results
+// the masked, penalized logits) in mixed batches with padded rows, token masks on some requests
+// (runner_sampling_support.h) and every buffer poisoned; the results
 // follow the definition (sampling_params.h) computed here from the raw logits; a request's results
 // do not depend on its batch neighbours; and a step that needs more penalty entries than the
 // runner holds fails naming the option.

@@ -195,10 +195,15 @@ class Backend {
   virtual void sample(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) = 0;
 
   // The rest of sampling_params.h's definition, as a step runs it (model_runner.cpp):
-  // raw_logprobs, apply_penalties, sample, sampled_logprobs. m = logits.dim(0) rows; each reads
+  // apply_token_mask, raw_logprobs, apply_penalties, sample, sampled_logprobs. m = logits.dim(0) rows; each reads
   // only row r's parameters and entries for row r, so a row's results never depend on the batch,
   // and a row with num_logprobs -1 (or an empty penalty list) is skipped after one read.
   //
+  // Item 0's first step, before every other sampling op, in place on logits F32 [m, V]: in each row
+  // r whose mask (I32 [>= m, ceil(V / 32)], bit t % 32 of word t / 32 = token t allowed) allows
+  // some token of [0, V), every token it does not allow becomes -inf; a row that allows none is left
+  // as it is. An all-ones row (unconstrained, padded) is read and left as it is.
+  virtual void apply_token_mask(const Tensor& logits, const Tensor& mask) = 0;
   // Item 4 on the RAW logits F32 [m, V], before apply_penalties: for rows with num_logprobs >= 0,
   // out.logit_max, out.mass and the top min(num_logprobs, V) of out.top_ids / out.top_logprobs.
   virtual void raw_logprobs(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out) = 0;

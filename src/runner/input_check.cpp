@@ -109,15 +109,54 @@ void check_sampling_rows(const StepLayout& layout, const void* base, const StepS
              r + 1, bias_offsets[r + 1], r, bias_offsets[r], layout.penalty_capacity);
 }
 
-// The padded region of every field, exactly as the step table declares.
+// A token-mask word that must hold `expected`, named by row and word.
+void expect_mask_word(int64_t row, int64_t word, int32_t value, int32_t expected, const char* why) {
+  FG_CHECK(value == expected, "checked mode: token_mask[{}][{}] = {:#010x}, expected {:#010x} ({})", row, word,
+           static_cast<uint32_t>(value), static_cast<uint32_t>(expected), why);
+}
+
+// The padded region of every field, exactly as the step table declares (the token mask's padded
+// rows when its mirror is given).
 void check_padding(const StepLayout& layout, const void* base, const StepShape& shape,
-                   const PaddingContract& contract) {
+                   const PaddingContract& contract, const int32_t* mask_mirror) {
   // The staging is only read here; the visitor takes it as writable memory.
-  for_each_padded_field(layout, shape, contract, const_cast<void*>(base),
-                        [](const StepFieldSpec& spec, const auto* data, int64_t real, int64_t all, auto expected) {
-                          for (int64_t e = real; e < all; ++e)
-                            expect_equal(spec.name, e, data[e], expected, spec.why_padded);
-                        });
+  for_each_padded_field(
+      layout, shape, contract, const_cast<void*>(base),
+      [&layout](const StepFieldSpec& spec, const auto* data, int64_t real, int64_t all, auto expected) {
+        for (int64_t e = real; e < all; ++e) {
+          if (spec.extent == Extent::kMaskRows) {
+            expect_mask_word(e / layout.mask_words, e % layout.mask_words, static_cast<int32_t>(data[e]),
+                             static_cast<int32_t>(expected), spec.why_padded);
+          } else {
+            expect_equal(spec.name, e, data[e], expected, spec.why_padded);
+          }
+        }
+      },
+      const_cast<int32_t*>(mask_mirror));
+}
+
+// The token mask's real rows: all ones where the request is unconstrained; some token of the
+// vocabulary allowed where it is (sampling_params.h, item 0: a mask allowing none is a bug of its
+// maker, which the sampler would leave unmasked).
+void check_token_mask_rows(const StepLayout& layout, const StepShape& shape, const TokenMaskCheck& mask,
+                           const InputCheckLimits& limits) {
+  const int64_t W = layout.mask_words;
+  FG_CHECK(W == token_mask_words(limits.vocab_size) && static_cast<int64_t>(mask.constrained.size()) == shape.num_reqs,
+           "checked mode: token_mask has {} words a row and {} flags, expected {} and {}", W, mask.constrained.size(),
+           token_mask_words(limits.vocab_size), shape.num_reqs);
+  for (int64_t r = 0; r < shape.num_reqs; ++r) {
+    const int32_t* row = mask.mirror + r * W;
+    if (!mask.constrained[static_cast<size_t>(r)]) {
+      for (int64_t w = 0; w < W; ++w)
+        expect_mask_word(r, w, row[w], -1, "an unconstrained request's row allows every token (all ones)");
+      continue;
+    }
+    bool any = false;
+    for (int64_t t = 0; t < limits.vocab_size && !any; ++t)
+      any = (static_cast<uint32_t>(row[t >> 5]) >> (t & 31)) & 1u;
+    FG_CHECK(any, "checked mode: token_mask[{}] allows no token of the vocabulary of {}, expected at least one (a "
+             "grammar always allows its end token)", r, limits.vocab_size);
+  }
 }
 
 // The penalty and logit-bias lists' entries: in-vocabulary tokens, listed once per row and list,
@@ -155,7 +194,8 @@ void check_penalty_entries(const StepLayout& layout, const void* base, const Ste
 }  // namespace
 
 void check_step_inputs(const StepLayout& layout, const void* base, int64_t num_tokens, int64_t num_reqs,
-                       bool uniform_decode, const PaddingContract& contract, const InputCheckLimits& limits) {
+                       bool uniform_decode, const PaddingContract& contract, const InputCheckLimits& limits,
+                       const TokenMaskCheck* mask) {
   FG_CHECK(num_tokens >= 1 && num_tokens <= layout.num_tokens && num_reqs >= 1 && num_reqs <= layout.num_reqs &&
                num_reqs <= num_tokens && layout.num_logits == layout.num_reqs,
            "checked mode: {} tokens over {} requests do not fit the padded shape ({}, {}) of a sampled step",
@@ -163,8 +203,9 @@ void check_step_inputs(const StepLayout& layout, const void* base, int64_t num_t
   const StepShape shape{num_tokens, num_reqs, num_reqs, uniform_decode};
   check_attention_rows(layout, base, shape, contract, limits);
   check_sampling_rows(layout, base, shape);
-  check_padding(layout, base, shape, contract);
+  check_padding(layout, base, shape, contract, mask != nullptr ? mask->mirror : nullptr);
   check_penalty_entries(layout, base, shape, limits);
+  if (mask != nullptr) check_token_mask_rows(layout, shape, *mask, limits);
 }
 
 }  // namespace fg

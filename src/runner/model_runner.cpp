@@ -48,10 +48,19 @@ ModelRunner::ModelRunner(LlamaModel& model, const KvCache& kv, RunnerOptions opt
   logprob_max_ = backend_.allocate(DType::kF32, {S});
   logprob_mass_ = backend_.allocate(DType::kI64, {S});
   penalty_original_ = backend_.allocate(DType::kF32, {std::max<int64_t>(options_.max_penalty_entries, 1)});
+  // The token-mask buffer starts all ones, as its mirror; the copy ends before any step stages.
+  const int64_t W = token_mask_words(c.vocab_size);
+  mask_ = backend_.allocate(DType::kI32, {S, W});
+  mask_mirror_ = backend_.allocate_staging(static_cast<size_t>(S * W) * 4);
+  std::fill_n(mask_mirror_.tensor.as<int32_t>(), S * W, int32_t{-1});
+  backend_.copy_from_host(mask_.tensor, mask_mirror_.tensor.data);
+  backend_.synchronize();
+  mask_rows_ = TokenMaskRows(S, W);
 }
 
 StepLayout ModelRunner::layout_for(int64_t num_tokens, int64_t num_reqs) const {
-  return StepLayout::make(num_tokens, num_reqs, max_blocks_per_seq_, options_.max_penalty_entries);
+  return StepLayout::make(num_tokens, num_reqs, max_blocks_per_seq_, options_.max_penalty_entries, -1,
+                          mask_rows_.words());
 }
 
 Tensor ModelRunner::sampled_ids(int64_t rows) const { return outputs_.tensor.rows(0, rows); }
@@ -95,10 +104,29 @@ StagedStep ModelRunner::upload(const std::vector<ScheduledRequest>& requests, co
   const StagedStep staged =
       stage_step(requests, layout, backend_.attention_contract(), kv_.block_size, staging, &penalty_builder_);
   if (padded_graph_step && staging_hook_) staging_hook_(layout, staging);
+  // The mask rows this step constrains, and those the last one did (now all ones), copied before
+  // checked mode reads the mirror: a refused step leaves mirror and device alike.
+  int32_t* mirror = mask_mirror_.tensor.as<int32_t>();
+  const std::vector<TokenMaskRows::Run> runs = mask_rows_.stage(requests, mirror);
+  if (padded_graph_step && mask_staging_hook_) mask_staging_hook_(layout, mirror);
+  const int64_t W = mask_rows_.words();
+  for (const TokenMaskRows::Run& run : runs) {
+    backend_.copy_from_host(mask_.tensor.rows(run.first, run.count), mirror + run.first * W);
+    stats_.mask_bytes_copied += run.count * W * 4;
+    ++stats_.mask_copies;
+  }
   if (options_.check_graph_inputs && !requests.empty()) {
     const StepShape shape = step_shape(requests);
-    check_step_inputs(layout, staging, shape.num_tokens, shape.num_reqs, shape.uniform_decode,
-                      backend_.attention_contract(), limits_);
+    TokenMaskCheck mask{mirror, {}};
+    for (int64_t r = 0; r < shape.num_reqs; ++r) mask.constrained.push_back(mask_rows_.constrained(r));
+    try {
+      check_step_inputs(layout, staging, shape.num_tokens, shape.num_reqs, shape.uniform_decode,
+                        backend_.attention_contract(), limits_, &mask);
+    } catch (...) {
+      backend_.synchronize();  // the mask copies read the mirror, which the next step rewrites
+      mask_rows_.forget();     // and it rewrites every row, whatever a staging hook changed
+      throw;
+    }
   }
   // One copy: the fixed fields and the penalty entries in use (the lists come last).
   backend_.copy_from_host(arena_.tensor.rows(0, static_cast<int64_t>(staged.copy_bytes / 4)), staging);
@@ -108,12 +136,15 @@ StagedStep ModelRunner::upload(const std::vector<ScheduledRequest>& requests, co
 void ModelRunner::enqueue_step(const StepLayout& layout, int64_t uniform_query_len) {
   void* arena = arena_.tensor.data;
   const Device device = backend_.device();
-  StepViews views = layout.views(arena, device);
+  StepViews views = layout.views(arena, device, mask_.tensor.data);
   views.inputs.attention.uniform_query_len = uniform_query_len;
   const Tensor logits = model_.forward(views.inputs, kv_);
-  // Logprobs are of the raw logits, sampling is of the penalized ones: the statistics and the top
-  // n first, then the penalties in place (keeping each penalized entry's raw value), then the
-  // draw, then the sampled token's raw logprob from the kept values. See sampling_params.h.
+  // The token mask first: -inf over the tokens a constrained request's grammar does not allow, so
+  // that everything after reads the masked logits as the raw ones. Logprobs are of the raw logits,
+  // sampling is of the biased and penalized ones: the statistics and the top n first, then the
+  // logit biases and penalties in place (keeping each entry's raw value), then the draw, then the
+  // sampled token's raw logprob from the kept values. See sampling_params.h.
+  backend_.apply_token_mask(logits, views.token_mask);
   const SamplingTensors& params = views.sampling;
   PenaltyTensors& penalties = views.penalties;
   penalties.original = penalty_original_.tensor.rows(0, layout.penalty_capacity);
@@ -261,10 +292,11 @@ void ModelRunner::capture_graphs(const std::function<void(size_t, size_t)>& on_p
   stats_.capture_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   stats_.graph_memory_bytes = backend_.graph_memory_bytes();
   log_(fmt::format("captured {} graphs ({} attention graphs: {}) in {:.2f} s; graphs hold {:.1f} MiB, step buffers "
-                   "{:.1f} KiB",
+                   "{:.1f} KiB, token masks {:.1f} KiB",
                    graphs_.size(), backend_.name(), graph_support_name(support), stats_.capture_seconds,
                    static_cast<double>(stats_.graph_memory_bytes) / (1 << 20),
-                   static_cast<double>(arena_.tensor.nbytes()) / 1024));
+                   static_cast<double>(arena_.tensor.nbytes()) / 1024,
+                   static_cast<double>(mask_.tensor.nbytes()) / 1024));
 }
 
 }  // namespace fg

@@ -1,9 +1,10 @@
 // runner/model_runner.h — runs engine steps: stages each step's inputs into persistent buffers
 // (padded per the attention backend's contract), ships them with one host-to-device copy, and
 // replays the graph of the smallest bucket that holds the step, or runs it eagerly when no graph
-// can (DESIGN.md, "The core contract"). Sampling runs inside the graph, penalties and logprobs
-// included (sampling_params.h): only the sampled ids, and the logprobs when a request asked for
-// them, come back to the host, in one copy.
+// can (DESIGN.md, "The core contract"). Sampling runs inside the graph, the token mask, penalties
+// and logprobs included (sampling_params.h): only the sampled ids, and the logprobs when a request
+// asked for them, come back to the host, in one copy. The token masks of constrained requests go
+// to a persistent buffer of their own, row by row (runner/token_mask.h).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include "runner/step_builder.h"
 #include "runner/step_io.h"
 #include "runner/step_layout.h"
+#include "runner/token_mask.h"
 
 namespace fg {
 
@@ -46,6 +48,10 @@ struct RunnerStats {
   size_t graphs = 0;
   double capture_seconds = 0.0;
   size_t graph_memory_bytes = 0;
+  // Host-to-device traffic of the token-mask buffer (runner/token_mask.h), over every step: a step
+  // with no constrained request after one without adds nothing.
+  int64_t mask_bytes_copied = 0;
+  int64_t mask_copies = 0;
 };
 
 class ModelRunner final : public StepExecutor {
@@ -74,12 +80,19 @@ class ModelRunner final : public StepExecutor {
 
   // Overwrites the host staging, the device step arena, the step outputs and the sampling scratch
   // with 0xFF bytes, so that a field a step forgot to write reads as -1 / NaN (tests call it
-  // before steps).
+  // before steps). The token-mask buffer is not touched: it is not rewritten every step but kept
+  // all ones outside constrained rows (runner/token_mask.h), and 0xFF is its neutral fill anyway.
   void poison_step_buffers();
 
   // For tests that must show what a wrong fill does: called on the staged host memory of a graph
   // step after the contract's padding was written, before checked mode and the copy.
   void set_staging_hook(std::function<void(const StepLayout&, void* staging)> hook) { staging_hook_ = std::move(hook); }
+  // The same for the token-mask buffer's host mirror ([max_num_seqs, W] words), called after the
+  // step's mask rows were staged, before they are copied and checked. Only the rows the step
+  // stages are copied, so a row the hook alone changes reaches checked mode, not the device.
+  void set_mask_staging_hook(std::function<void(const StepLayout&, int32_t* mirror)> hook) {
+    mask_staging_hook_ = std::move(hook);
+  }
 
  private:
   struct Captured {
@@ -89,7 +102,8 @@ class ModelRunner final : public StepExecutor {
 
   // The layout of a step padded to (num_tokens, num_reqs).
   StepLayout layout_for(int64_t num_tokens, int64_t num_reqs) const;
-  // Stages `requests` with `layout`, checks them when asked, copies them to the device arena.
+  // Stages `requests` with `layout`, copies their mask rows to the mask buffer, checks them when
+  // asked, copies them to the device arena.
   StagedStep upload(const std::vector<ScheduledRequest>& requests, const StepLayout& layout, bool padded_graph_step);
   // The ops of one step over the arena laid out by `layout`: forward, raw logprobs, penalties,
   // sampling, the sampled token's logprob. uniform_query_len as in AttentionMetadata.
@@ -130,10 +144,15 @@ class ModelRunner final : public StepExecutor {
   Allocation logprob_max_;       // F32 [S]: L_max of the raw logits (item 4), between ops
   Allocation logprob_mass_;      // I64 [S]: Z, between ops
   Allocation penalty_original_;  // F32 [max(max_penalty_entries, 1)]: raw logits of penalized entries
+  // The token-mask buffer (runner/token_mask.h), W = ceil(V / 32): all ones but constrained rows.
+  Allocation mask_;          // device: I32 [S, W], one address for every graph
+  Allocation mask_mirror_;   // host (pinned on GPUs): I32 [S * W], the same bytes
+  TokenMaskRows mask_rows_{0, 1};
   PenaltyListBuilder penalty_builder_;
   std::map<std::tuple<int64_t, int64_t, bool>, Captured> graphs_;
   std::set<std::string> logged_;
   std::function<void(const StepLayout&, void*)> staging_hook_;
+  std::function<void(const StepLayout&, int32_t*)> mask_staging_hook_;
   RunnerStats stats_;
 };
 

@@ -30,6 +30,7 @@ int64_t real_numel(StepField field, const StepLayout& layout, const StepShape& s
     case Extent::kBlockTable: return shape.num_reqs * layout.max_blocks_per_seq;
     case Extent::kLogitsRows: return shape.num_logits;
     case Extent::kPenaltyEntries: return layout.numel(field);  // never padded
+    case Extent::kMaskRows: return shape.num_reqs * layout.mask_words;
   }
   FG_ASSERT(false);
 }
@@ -153,6 +154,9 @@ DeviceStep upload_step(Backend& backend, const std::vector<ScheduledRequest>& re
   int64_t penalty_entries = 0;
   PenaltyListBuilder builder;
   for (size_t r = 0; r < requests.size(); ++r) {
+    FG_CHECK(requests[r].token_mask.empty(),
+             "upload_step: request {} carries a token mask; masks live in the runner's mask buffer and are applied "
+             "by its sampled steps (runner/token_mask.h), not by a reference run", r);
     const SamplingParams& sp = requests[r].sampling;
     if (sp.has_penalties())
       penalty_entries += builder.collect(requests[r].prompt_ids, requests[r].output_ids, sp.repetition_penalty != 1.0f,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "attention/attention_contract.h"
@@ -45,10 +46,12 @@ int64_t real_numel(StepField field, const StepLayout& layout, const StepShape& s
 // Calls visit(spec, data, real, all, value) for every padded field of a step of `shape` staged at
 // `base`: its row of the table, its elements as their C++ type, its real and padded element counts,
 // and the value its elements [real, all) hold by the table's rule (what stage_step writes there and
-// what checked mode expects).
+// what checked mode expects). Fields in a buffer of their own (the token mask) are visited only
+// when `mask_base` is given, at that base: stage_step does not fill them (runner/token_mask.h keeps
+// their padded rows all ones); checked mode checks them.
 template <typename Visit>
 void for_each_padded_field(const StepLayout& layout, const StepShape& shape, const PaddingContract& contract,
-                           void* base, Visit&& visit);
+                           void* base, Visit&& visit, void* mask_base = nullptr);
 
 // One step's inputs in backend memory, unpadded, in their own allocation: for reference runs and
 // tools that drive the model directly, outside the runner's persistent buffers (e.g. a prefill that
@@ -73,6 +76,11 @@ T padding_value(const StepFieldSpec& spec, const T* data, int64_t real, const Pa
       return value;
     }
     case PadRule::kZero: return T{0};
+    case PadRule::kAllOnes: {
+      T value;
+      std::memset(&value, 0xFF, sizeof(T));
+      return value;
+    }
     case PadRule::kUnpadded: break;
   }
   FG_ASSERT(false && "a field that is never padded has no padding value");
@@ -80,15 +88,16 @@ T padding_value(const StepFieldSpec& spec, const T* data, int64_t real, const Pa
 
 template <typename Visit>
 void for_each_padded_field(const StepLayout& layout, const StepShape& shape, const PaddingContract& contract,
-                           void* base, Visit&& visit) {
+                           void* base, Visit&& visit, void* mask_base) {
   for (size_t i = 0; i < kNumStepFields; ++i) {
     const StepField field = static_cast<StepField>(i);
     const StepFieldSpec& spec = step_field(field);
     if (spec.pad == PadRule::kUnpadded) continue;
+    if (spec.own_buffer && mask_base == nullptr) continue;
     const int64_t real = real_numel(field, layout, shape), all = layout.numel(field);
     visit_host_type(spec.dtype, [&](auto zero) {
       using T = decltype(zero);
-      T* data = layout.at<T>(base, field);
+      T* data = layout.at<T>(spec.own_buffer ? mask_base : base, field);
       visit(spec, data, real, all, padding_value<T>(spec, data, real, contract));
     });
   }

@@ -57,6 +57,9 @@ std::array<StepFieldSpec, kNumStepFields> make_step_fields() {
                                          "padded rows have no logit bias", &PenaltyTensors::bias_offsets);
   at(StepField::kPenaltyEntries) = penalty("penalty_entries",            kPenaltyEntries, kUnpadded, "",
                                          &PenaltyTensors::entries);
+  at(StepField::kTokenMask)      = {"token_mask",           DType::kI32, kMaskRows,       kAllOnes,
+                                    "padded rows allow every token (all ones)", nullptr, nullptr, nullptr, nullptr,
+                                    nullptr, &StepViews::token_mask};
   // clang-format on
   for (size_t i = 0; i < kSamplingFields.size(); ++i) {
     const SamplingField& f = kSamplingFields[i];

@@ -6,6 +6,15 @@
 //
 // The per-request sampling fields are not spelled out again: they are the rows of kSamplingFields
 // (sampling/sampling_params.h), each [R] and padded with its neutral value.
+//
+// Every field but one lives in the one staged block (step_layout.h) that a step copies to the
+// device. The token mask ([R, ceil(V/32)] words, 16 KiB a row at a 128k vocabulary) is a
+// persistent buffer of its own: copying it with the block would cost every step megabytes. Its
+// invariant (runner/token_mask.h): the device buffer holds all ones in every row except the rows
+// of the requests the last step constrained, which hold their masks; a step copies only the rows
+// it constrains and the rows the previous step constrained and this one does not (reset to all
+// ones), so a step with no constrained request, after one without, copies no mask bytes. Padded
+// rows and unconstrained requests' rows are therefore all ones, the table's rule for the field.
 #pragma once
 
 #include <array>
@@ -36,8 +45,9 @@ enum class StepField : uint8_t {
   kLogitBiasOffsets,
   kFirstSampling,  // kSamplingFields[i] is field kFirstSampling + i
   kPenaltyEntries = kFirstSampling + kSamplingFields.size(),
+  kTokenMask,  // not in the staged block: a persistent buffer of its own (see above)
 };
-inline constexpr size_t kNumStepFields = static_cast<size_t>(StepField::kPenaltyEntries) + 1;
+inline constexpr size_t kNumStepFields = static_cast<size_t>(StepField::kTokenMask) + 1;
 
 constexpr StepField sampling_step_field(size_t i) {
   return static_cast<StepField>(static_cast<size_t>(StepField::kFirstSampling) + i);
@@ -56,7 +66,8 @@ constexpr StepField sampling_step_field(T SamplingParams::*member) {
 }
 
 // The dimensions a field spans, from the step's padded shape: T tokens, R requests, B block-table
-// entries per request, L logits rows (R in a sampled step), C penalty entries.
+// entries per request, L logits rows (R in a sampled step), C penalty entries, W token-mask words
+// per request (ceil(V / 32)).
 enum class Extent : uint8_t {
   kTokens,          // [T]
   kRequests,        // [R]
@@ -64,6 +75,7 @@ enum class Extent : uint8_t {
   kBlockTable,      // [R, B]
   kLogitsRows,      // [L]
   kPenaltyEntries,  // [C, 2]
+  kMaskRows,        // [R, W]
 };
 
 // What a field holds past its real rows.
@@ -75,6 +87,7 @@ enum class PadRule : uint8_t {
                   // penalties, no logprobs
   kZero,          // 0: a valid row whose result is discarded
   kUnpadded,      // nothing past the used prefix is read or copied (the offsets say how far)
+  kAllOnes,       // every bit set: the token mask's rows allow every token
 };
 
 // Where a field's view goes: exactly one member is set.
@@ -82,6 +95,7 @@ struct StepViews {
   StepInputs inputs;
   SamplingTensors sampling;
   PenaltyTensors penalties;
+  Tensor token_mask;  // I32 [R, W], in its own buffer; undefined where a step has none (no op reads it)
 };
 
 struct StepFieldSpec {
@@ -95,6 +109,8 @@ struct StepFieldSpec {
   Tensor StepInputs::*input = nullptr;
   Tensor AttentionMetadata::*attention = nullptr;
   Tensor PenaltyTensors::*penalty = nullptr;
+  Tensor StepViews::*own_buffer = nullptr;  // set: the field is a persistent buffer of its own, outside
+                                            // the staged block (the layout gives it offset 0)
 };
 
 // The row of `field`.

@@ -29,6 +29,11 @@ struct ScheduledRequest {
   // The request's logit bias (sampling_params.h, item 0): distinct tokens, finite biases in
   // [-kMaxAbsLogitBias, kMaxAbsLogitBias].
   std::span<const std::pair<int32_t, float>> logit_bias;
+  // The request's token bitmask for this step (sampling_params.h, item 0): ceil(V / 32) words,
+  // token t allowed when bit t % 32 of word t / 32 is set (xgrammar's layout); V = the model's
+  // vocabulary (logits columns). Empty: unconstrained. Staged into the runner's persistent mask
+  // buffer (runner/token_mask.h), never into the one staged block.
+  std::span<const int32_t> token_mask;
   // Logits for every query token, not only the last: for reference runs that read the model's
   // logits at every position (upload_step); a sampled step takes one row per request.
   bool all_logits = false;

@@ -6,15 +6,17 @@
 
 namespace fg {
 
-StepLayout StepLayout::make(int64_t T, int64_t R, int64_t B, int64_t C, int64_t L) {
+StepLayout StepLayout::make(int64_t T, int64_t R, int64_t B, int64_t C, int64_t L, int64_t W) {
   StepLayout l;
   l.num_tokens = T;
   l.num_reqs = R;
   l.max_blocks_per_seq = B;
   l.penalty_capacity = C;
   l.num_logits = L < 0 ? R : L;
+  l.mask_words = W;
   size_t cursor = 0;
   for (size_t i = 0; i < kNumStepFields; ++i) {
+    if (step_fields()[i].own_buffer) continue;  // offset 0 in a buffer of its own
     // Each field starts on a 64-byte boundary so that kernels can use vector loads on any of them.
     const size_t at = (cursor + 63) / 64 * 64;
     l.offsets[i] = at;
@@ -32,6 +34,7 @@ int64_t StepLayout::numel(StepField field) const {
     case Extent::kBlockTable: return num_reqs * max_blocks_per_seq;
     case Extent::kLogitsRows: return num_logits;
     case Extent::kPenaltyEntries: return 2 * penalty_capacity;
+    case Extent::kMaskRows: return num_reqs * mask_words;
   }
   FG_ASSERT(false);
 }
@@ -47,14 +50,19 @@ Tensor StepLayout::view(void* base, StepField field, Device device) const {
   switch (spec.extent) {
     case Extent::kBlockTable: return Tensor(data, spec.dtype, {num_reqs, max_blocks_per_seq}, device);
     case Extent::kPenaltyEntries: return Tensor(data, spec.dtype, {penalty_capacity, 2}, device);
+    case Extent::kMaskRows: return Tensor(data, spec.dtype, {num_reqs, mask_words}, device);
     default: return Tensor(data, spec.dtype, {numel(field)}, device);
   }
 }
 
-StepViews StepLayout::views(void* base, Device device) const {
+StepViews StepLayout::views(void* base, Device device, void* mask_base) const {
   StepViews v;
   for (size_t i = 0; i < kNumStepFields; ++i) {
     const StepFieldSpec& spec = step_fields()[i];
+    if (spec.own_buffer) {
+      if (mask_base != nullptr && mask_words > 0) v.*spec.own_buffer = view(mask_base, static_cast<StepField>(i), device);
+      continue;
+    }
     const Tensor t = view(base, static_cast<StepField>(i), device);
     if (spec.input) v.inputs.*spec.input = t;
     if (spec.attention) v.inputs.attention.*spec.attention = t;

@@ -1,6 +1,9 @@
 // sampling/cpu_sampler.h — the CPU reference of token sampling: the semantics written in
 // sampling/sampling_params.h, implemented plainly (sorts and loops), as the oracle of the CUDA
-// kernel and the sampler of the CPU backend.
+// kernel and the sampler of the CPU backend. In a step it reads logits that the ops before it have
+// rewritten, in this order: the token mask (cpu_token_mask.h), then the logit bias and penalties
+// (cpu_penalties.h); then it applies temperature, min-p, top-k and top-p and draws. Logprobs
+// (cpu_logprobs.h) are of the masked logits before bias and penalties.
 #pragma once
 
 #include <cstdint>

@@ -228,4 +228,14 @@ void check_sampled_logprob_args(const Tensor& logits, const Tensor& ids, const S
   check_rows(out.sampled, op, "sampled", DType::kF32, rows, device);
 }
 
+void check_token_mask_args(const Tensor& logits, const Tensor& mask, Device device) {
+  constexpr const char* op = "apply_token_mask";
+  check_logits(logits, op, device);
+  const int64_t rows = logits.dim(0), words = token_mask_words(logits.dim(1));
+  check_rows(mask, op, "token_mask", DType::kI32, rows, device);
+  FG_CHECK(mask.rank == 2 && mask.dim(1) == words,
+           "{}: token_mask must be I32 [rows, {}] (ceil({} / 32) words a row), got {}", op, words, logits.dim(1),
+           mask.shape_string());
+}
+
 }  // namespace fg

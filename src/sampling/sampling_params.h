@@ -6,10 +6,20 @@
 // Semantics, for row r with RAW logits L[0..V) (F32, the model's) and the parameters of row r. Every
 // float operation is the one of sampling/sampling_math.h, so each value below is defined to the bit:
 //
-//  0. Logit bias, then penalties. First, for each (t, b) of the request's logit_bias (OpenAI's; distinct
+//  0. Token mask, then logit bias, then penalties.
+//     The token mask comes first of all (a structured-output request's grammar bitmask; W =
+//     ceil(V / 32) words, token t allowed when bit t % 32 of word t / 32 is set): every t it does
+//     not allow gets L_t = -inf, as vLLM applies the grammar bitmask to the logits before its
+//     sampler. Every later step reads the masked values as the RAW logits L, item 4 included: a
+//     masked token's logprob is -inf, and the others' are renormalised over the allowed tokens. An
+//     all-ones mask (unconstrained requests, padded rows) changes nothing. A mask that allows no
+//     token of [0, V) is a bug of whoever made it (a grammar always allows at least its end token);
+//     such a row is left unmasked, so that the step still gives a token of the vocabulary (which the
+//     grammar then rejects) rather than one of a row of -inf; checked mode refuses such a mask.
+//     Then, for each (t, b) of the request's logit_bias (OpenAI's; distinct
 //     tokens, finite b in [-100, 100]): L_t becomes L_t + b (one fp32 rounding), as vLLM applies its
 //     logit-bias processor before the penalties; the rest of item 0 and items 1-3 read these biased
-//     values as L. Item 4 does not: logprobs stay those of the raw logits.
+//     values as L. Item 4 does not: logprobs stay those of the (masked) raw logits.
 //     Penalties (vLLM v1's apply_penalties; all three off by default). With rp = repetition_penalty,
 //     pp = presence_penalty, fp = frequency_penalty, P = the set of tokens of the request's prompt,
 //     c_t = the number of occurrences of token t in the request's output (every token it generated
@@ -47,7 +57,7 @@
 //             order: P(token = t) = q_t / W_K to within 2^-64.
 //     If B is empty (no finite maximum: all logits -inf or NaN, or one +inf), token = g.
 //  4. Logprobs (when num_logprobs >= 0): the log-softmax of the RAW logits L (vLLM's default
-//     raw_logprobs: before penalties, temperature and filters). With L_max = the value of item 1
+//     raw_logprobs: before penalties, temperature and filters; after the token mask). With L_max = the value of item 1
 //     computed over L (the lowest-id maximum; -inf when there is none) and
 //     Z = sum_i floor(exp_det(L_i - L_max) * 2^40) (an exact integer),
 //       logprob(t) = (L_t - L_max) - log_det(Z * 2^-40)          (token_logprob).
@@ -58,7 +68,7 @@
 //     order: CPU and GPU agree bit for bit, as for the token.
 //
 // Filter order: that of vLLM v1 (vllm/v1/sample/sampler.py, and vllm/v1/worker/gpu/sample/
-// sampler.py): penalties, temperature, then min-p (an argmax-invariant logits processor), then
+// sampler.py): the token mask, logit bias, penalties, temperature, then min-p (an argmax-invariant logits processor), then
 // top-k, then top-p, then the draw. (vLLM v0 applied top-k, top-p and then min-p.) min-p and top-k
 // commute, both keeping a top set with the same p_max, so the order matters only in that top-p is
 // taken over the distribution renormalised over the min-p and top-k survivors.
@@ -73,13 +83,15 @@
 // generated token, so two requests with the same seed and step draw the same R.
 //
 // How a step computes all this inside one graph (runner/model_runner.cpp, Backend in backend.h):
+// apply_token_mask writes -inf over the masked tokens in place (the logits it leaves are the raw
+// logits L of everything after it), then
 // raw_logprobs reads the raw logits (L_max, Z and the top n of rows that want logprobs), then
 // apply_penalties rewrites the listed logits in place, saving each one's raw value, then sample
 // draws from the penalized logits, then sampled_logprobs takes the sampled token's raw logit from
 // the saved values when the token was penalized, from the (untouched) logits otherwise. No copy of
 // a [rows, V] logits block is needed, and rows without logprobs or penalties cost one read of a
-// parameter each (no pass over V). The price: after a step, the logits buffer holds the penalized
-// logits of rows with penalties.
+// parameter each (no pass over V); a row without a mask costs one read of its W all-ones words.
+// The price: after a step, the logits buffer holds the masked, penalized logits.
 //
 // Preconditions: logits are finite or -inf (masked tokens); NaN and +inf give a valid but
 // unspecified id. V < 2^23 (integer masses stay below 2^63).
@@ -264,5 +276,10 @@ void check_raw_logprob_args(const Tensor& logits, const SamplingTensors& params,
                             Device device);
 void check_sampled_logprob_args(const Tensor& logits, const Tensor& ids, const SamplingTensors& params,
                                 const PenaltyTensors& penalties, const LogprobTensors& out, Device device);
+// And for apply_token_mask: logits F32 [m, V]; mask I32 [>= m, token_mask_words(V)]; both on `device`.
+void check_token_mask_args(const Tensor& logits, const Tensor& mask, Device device);
+
+// The words of a token mask over a vocabulary of `vocab` tokens: ceil(vocab / 32).
+constexpr int64_t token_mask_words(int64_t vocab) { return (vocab + 31) / 32; }
 
 }  // namespace fg

@@ -1,9 +1,11 @@
-// tests/gpu/test_cuda_runner_sampling.cpp — penalties and logprobs through the CUDA runner: graph
-// replay equals the unpadded eager run bit for bit (sampled ids, the sampled token's logprob, the
-// top lists and the penalized logits) in padded decode and mixed batches with every buffer
-// poisoned, several steps per batch so that output counts grow; and the runner's logprobs follow
-// the definition (sampling_params.h) on the raw logits of the same step, computed by the CPU
-// reference row functions.
+// tests/gpu/test_cuda_runner_sampling.cpp — token masks, penalties and logprobs through the CUDA
+// runner: graph replay equals the unpadded eager run bit for bit (sampled ids, the sampled token's
+// logprob, the top lists and the masked, penalized logits) in padded decode and mixed batches with
+// every buffer poisoned, constrained and unconstrained requests mixed, several steps per batch so
+// that output counts grow; the runner's logprobs follow the definition (sampling_params.h) on the
+// raw logits of the same step, computed by the CPU reference row functions; and a masked step
+// samples allowed tokens, with logprobs of the masked logits, leaving unconstrained rows as they
+// are without masks.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -60,6 +62,19 @@ TEST_P(CudaRunnerSampling, LogprobsAreOfTheRawLogits) {
   const test::RawAndSampledStep step = raw_and_sampled_step(requests);
   for (int64_t r = 0; r < 6; ++r)
     test::expect_logprobs_of_raw_logits(step.result, step.raw, vocab(), r, step.chunks[r].sampling.num_logprobs);
+}
+
+// The token mask through the CUDA runner (runner_sampling_support.h), in checked mode.
+TEST_P(CudaRunnerSampling, MaskedStepFollowsTheDefinition) {
+  FG_REQUIRE_GPU();
+  RunnerOptions options;
+  options.max_num_tokens = 128;
+  options.max_num_seqs = 8;
+  options.capture_sizes = {8};
+  options.check_graph_inputs = true;
+  build(options, 512);
+  std::mt19937 rng(13);
+  expect_masked_step_follows_the_definition(rng);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaRunnerSampling, ::testing::ValuesIn(test::fixture_models()),

@@ -1,9 +1,13 @@
-// tests/gpu/test_penalties_gpu.cpp — the CUDA penalty and logprob ops (penalty_kernels.h,
-// logprob_kernels.h, through CudaBackend) against the CPU reference ops (sampling/cpu_penalties.h,
-// cpu_logprobs.h), run in a step's order: raw_logprobs, apply_penalties, sample, sampled_logprobs.
+// tests/gpu/test_penalties_gpu.cpp — the CUDA token-mask, penalty and logprob ops
+// (token_mask_kernels.h, penalty_kernels.h, logprob_kernels.h, through CudaBackend) against the CPU
+// reference ops (sampling/cpu_token_mask.h, cpu_penalties.h, cpu_logprobs.h), run in a step's
+// order: apply_token_mask, raw_logprobs, apply_penalties, sample, sampled_logprobs. About a row in
+// three carries a token mask (a structured-output request's), allowing from one token to a quarter
+// of the vocabulary; a masked row's token must be one it allows.
 //
 // Expected bit for bit, by construction (the same per-token float formulas of sampling_math.h;
-// integer masses and ranks, so no reduction order matters): the penalized logits, the saved raw
+// integer masses and ranks, so no reduction order matters; -inf written where the mask says): the
+// masked and penalized logits, the saved raw
 // logits, L_max, Z, the top ids and logprobs, and the sampled token's logprob. Sampled ids follow
 // the existing sampler's contract (test_sampling_gpu.cpp): greedy rows identical, sampled rows
 // identical in at least 99.9% of rows (all, by construction; the rate is printed). Outputs are
@@ -13,6 +17,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -30,7 +35,9 @@
 #include "sampling/cpu_logprobs.h"
 #include "sampling/cpu_penalties.h"
 #include "sampling/cpu_sampler.h"
+#include "sampling/cpu_token_mask.h"
 #include "sampling/sampling_params.h"
+#include "token_mask_support.h"
 
 namespace fg {
 namespace {
@@ -50,7 +57,22 @@ struct Batch {
   std::vector<SamplingParams> params;        // [rows]
   std::vector<int32_t> offsets, entries;     // [rows + 1], [capacity, 2]: penalties, then biases
   std::vector<int32_t> bias_offsets;         // [rows + 1]: the logit-bias lists in entries
+  std::vector<int32_t> mask;                 // [rows, ceil(vocab / 32)]: all ones where unconstrained
 };
+
+// Token masks for the rows of `b`: about a row in three constrained, allowing 1 to vocab / 4 + 1
+// tokens; all ones elsewhere. Its own generator, as the logit biases.
+void add_token_masks(Batch& b, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int64_t words = token_mask_words(b.vocab);
+  b.mask.clear();
+  for (int64_t r = 0; r < b.rows; ++r) {
+    const std::vector<int32_t> m =
+        rng() % 3 == 0 ? test::random_token_mask(rng, b.vocab, 1 + static_cast<int64_t>(rng() % (b.vocab / 4 + 1)))
+                       : std::vector<int32_t>(static_cast<size_t>(words), -1);
+    b.mask.insert(b.mask.end(), m.begin(), m.end());
+  }
+}
 
 // Logit-bias lists for the rows of `b` after its penalty entries in `used`: about a row in three,
 // up to 12 distinct tokens each, half of them from the row's penalty list (so that a token biased
@@ -136,6 +158,7 @@ Batch random_batch(int64_t rows, int64_t vocab, std::mt19937& rng, int64_t spare
     b.offsets.push_back(static_cast<int32_t>(used.size() / 2));
   }
   add_logit_bias(b, used, static_cast<uint32_t>(rows * 7919 + vocab));
+  add_token_masks(b, static_cast<uint32_t>(rows * 104729 + vocab));
   b.capacity = static_cast<int64_t>(used.size() / 2) + spare;
   b.entries = used;
   b.entries.resize(static_cast<size_t>(2 * b.capacity), 7);  // unused entries: a valid-looking token
@@ -174,6 +197,8 @@ CpuRun run_cpu(const Batch& b, ThreadPool& pool) {
   out.top_logprobs = Tensor(o.top_logprobs.data(), DType::kF32, {b.rows, kMaxLogprobs});
   out.sampled = Tensor(o.sampled.data(), DType::kF32, {b.rows});
   const Tensor ids(o.ids.data(), DType::kI32, {b.rows});
+  std::vector<int32_t> mask = b.mask;
+  apply_token_mask_cpu(logits, Tensor(mask.data(), DType::kI32, {b.rows, token_mask_words(b.vocab)}), &pool);
   raw_logprobs_cpu(logits, host.tensors(), out, &pool);
   apply_penalties_cpu(logits, host.tensors(), lists, &pool);
   sample_cpu(logits, host.tensors(), ids, &pool);
@@ -187,7 +212,7 @@ struct DeviceRun {
   CudaBackend& gpu;
   int64_t padded;
   std::vector<std::shared_ptr<void>> keep;
-  Tensor logits, ids, offsets, entries, original, bias_offsets;
+  Tensor logits, ids, offsets, entries, original, bias_offsets, mask;
   SamplingTensors params;
   LogprobTensors out;
 
@@ -198,6 +223,7 @@ struct DeviceRun {
     bias_offsets = alloc(DType::kI32, {padded + 1});
     entries = alloc(DType::kI32, {capacity, 2});
     original = alloc(DType::kF32, {capacity});
+    mask = alloc(DType::kI32, {padded, token_mask_words(vocab)});
     params.temperature = alloc(DType::kF32, {padded});
     params.top_k = alloc(DType::kI32, {padded});
     params.top_p = alloc(DType::kF32, {padded});
@@ -232,6 +258,9 @@ struct DeviceRun {
     std::copy(b.bias_offsets.begin(), b.bias_offsets.end(), host_bias.begin());
     gpu_test::upload(bias_offsets, host_bias);
     gpu_test::upload(entries, b.entries);
+    std::vector<int32_t> host_mask(static_cast<size_t>(padded * token_mask_words(b.vocab)), -1);  // padded: all ones
+    std::copy(b.mask.begin(), b.mask.end(), host_mask.begin());
+    gpu_test::upload(mask, host_mask);
     HostSamplingBuffers host(padded);  // padded rows neutral
     for (int64_t r = 0; r < b.rows; ++r) host.set(r, b.params[r]);
     const SamplingTensors& h = host.tensors();
@@ -250,7 +279,7 @@ struct DeviceRun {
       gpu_test::poison(*t);
   }
 
-  // The four ops of a step over the first `rows` rows.
+  // The five ops of a step over the first `rows` rows.
   void enqueue(int64_t rows) {
     const Tensor l = logits.rows(0, rows), i = ids.rows(0, rows);
     const PenaltyTensors lists{offsets.rows(0, rows + 1), entries, original, bias_offsets.rows(0, rows + 1)};
@@ -260,6 +289,7 @@ struct DeviceRun {
     o.top_ids = out.top_ids.rows(0, rows);
     o.top_logprobs = out.top_logprobs.rows(0, rows);
     o.sampled = out.sampled.rows(0, rows);
+    gpu.apply_token_mask(l, mask.rows(0, rows));
     gpu.raw_logprobs(l, params, o);
     gpu.apply_penalties(l, params, lists);
     gpu.sample(l, params, i);
@@ -328,6 +358,13 @@ std::pair<int64_t, int64_t> expect_same(const Batch& b, const CpuRun& gpu, const
     if (n >= 0 && gpu.ids[r] == cpu.ids[r]) {
       EXPECT_TRUE(same_bits(gpu.sampled[r], cpu.sampled[r])) << what << " sampled logprob of row " << r;
     }
+    // A masked row whose allowed tokens are not all -inf samples one of them.
+    const int64_t words = token_mask_words(b.vocab);
+    const std::vector<int32_t> m(b.mask.begin() + r * words, b.mask.begin() + (r + 1) * words);
+    const std::vector<float> masked = test::masked_row(b.logits.data() + r * b.vocab, b.vocab, m);
+    if (std::any_of(masked.begin(), masked.end(), [](float x) { return std::isfinite(x); })) {
+      EXPECT_TRUE(test::mask_allows(m, gpu.ids[r])) << what << " row " << r << " sampled " << gpu.ids[r];
+    }
   }
   return {sampled, same};
 }
@@ -359,8 +396,9 @@ TEST(CudaPenaltiesLogprobs, OpsMatchTheCpuReferenceBitForBit) {
   EXPECT_GE(rate, 0.999);
 }
 
-// A graph of the four ops captured for 16 rows; each replay with 11 real rows (5 padded: zero
-// logits, neutral parameters, empty lists) equals an eager launch of the 11 real rows.
+// A graph of the five ops captured for 16 rows; each replay with 11 real rows (5 padded: zero
+// logits, neutral parameters, empty lists, all-ones masks) equals an eager launch of the 11 real
+// rows, masked rows among them.
 TEST(CudaPenaltiesLogprobs, GraphWithPaddedRowsEqualsEager) {
   FG_REQUIRE_GPU();
   constexpr int64_t kVocab = 32000, kReal = 11, kPadded = 16, kCapacity = 30000;

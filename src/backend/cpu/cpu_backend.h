@@ -78,6 +78,9 @@ class CpuBackend final : public Backend {
   void sample(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) override {
     dispatch([=, this] { sample_now(logits, params, out_ids); });
   }
+  void apply_token_mask(const Tensor& logits, const Tensor& mask) override {
+    dispatch([=, this] { apply_token_mask_now(logits, mask); });
+  }
   void raw_logprobs(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out) override {
     dispatch([=, this] { raw_logprobs_now(logits, params, out); });
   }
@@ -107,6 +110,7 @@ class CpuBackend final : public Backend {
   void silu_mul_now(const Tensor& gate, const Tensor& up, const Tensor& out);
   void gather_rows_now(const Tensor& x, const Tensor& indices, const Tensor& out);
   void sample_now(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids);
+  void apply_token_mask_now(const Tensor& logits, const Tensor& mask);
   void raw_logprobs_now(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out);
   void apply_penalties_now(const Tensor& logits, const SamplingTensors& params, const PenaltyTensors& penalties);
   void sampled_logprobs_now(const Tensor& logits, const Tensor& ids, const SamplingTensors& params,

@@ -1,14 +1,20 @@
 // backend/cpu/cpu_sampling.cpp — token selection on the CPU backend: the reference sampler, and the
-// reference penalties and logprobs around it.
+// reference token mask, penalties and logprobs around it (in a step's order: mask, raw logprobs,
+// bias and penalties, sample, the sampled token's logprob; sampling_params.h).
 #include "backend/cpu/cpu_backend.h"
 #include "sampling/cpu_logprobs.h"
 #include "sampling/cpu_penalties.h"
 #include "sampling/cpu_sampler.h"
+#include "sampling/cpu_token_mask.h"
 
 namespace fg {
 
 void CpuBackend::sample_now(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) {
   sample_cpu(logits, params, out_ids, &pool_);
+}
+
+void CpuBackend::apply_token_mask_now(const Tensor& logits, const Tensor& mask) {
+  apply_token_mask_cpu(logits, mask, &pool_);
 }
 
 void CpuBackend::raw_logprobs_now(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out) {

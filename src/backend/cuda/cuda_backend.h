@@ -148,8 +148,9 @@ class CudaBackend final : public Backend {
   void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override;
   // The GPU sampler of backend/cuda/sampling.h: bit-identical to the CPU reference sampler.
   void sample(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids) override;
-  // Penalties and logprobs (penalty_kernels.h, logprob_kernels.h; cuda_sampling_ops.cpp):
-  // bit-identical to the CPU reference ops.
+  // The token mask, penalties and logprobs (token_mask_kernels.h, penalty_kernels.h,
+  // logprob_kernels.h; cuda_sampling_ops.cpp): bit-identical to the CPU reference ops.
+  void apply_token_mask(const Tensor& logits, const Tensor& mask) override;
   void raw_logprobs(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out) override;
   void apply_penalties(const Tensor& logits, const SamplingTensors& params,
                        const PenaltyTensors& penalties) override;

@@ -1,14 +1,27 @@
-// backend/cuda/cuda_sampling_ops.cpp — CudaBackend's penalty and logprob ops: the argument checks
-// shared with the CPU reference (sampling_params.h), with messages, then the raw-pointer launches
-// of penalty_kernels.cu and logprob_kernels.cu on the backend's stream. Parameter values are not
+// backend/cuda/cuda_sampling_ops.cpp — CudaBackend's token-mask, penalty and logprob ops: the
+// argument checks shared with the CPU reference (sampling_params.h), with messages, then the
+// raw-pointer launches of token_mask_kernels.cu, penalty_kernels.cu and logprob_kernels.cu on the
+// backend's stream. Parameter values are not
 // read here (they are device memory); the runner validates the host copy in checked mode.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/logprob_kernels.h"
 #include "backend/cuda/penalty_kernels.h"
+#include "backend/cuda/token_mask_kernels.h"
 
 namespace fg {
 
 static_assert(cuda::kMaxTopLogprobs == kMaxLogprobs, "logprob_kernels.h and sampling_params.h disagree");
+
+void CudaBackend::apply_token_mask(const Tensor& logits, const Tensor& mask) {
+  check_token_mask_args(logits, mask, Device::kCuda);
+  cuda::TokenMaskKernelArgs a;
+  a.logits = logits.as<float>();
+  a.mask = mask.as<const int32_t>();
+  a.rows = logits.dim(0);
+  a.vocab = logits.dim(1);
+  a.words = mask.dim(1);
+  cuda::launch_apply_token_mask(a, stream_);
+}
 
 void CudaBackend::raw_logprobs(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out) {
   check_raw_logprob_args(logits, params, out, Device::kCuda);

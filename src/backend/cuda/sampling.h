@@ -1,6 +1,8 @@
 // backend/cuda/sampling.h — token sampling on the GPU: greedy, temperature, min-p, top-k, top-p and
 // the Philox draw, with the semantics of sampling/sampling_params.h, bit-identical to the CPU
-// reference (sampling/cpu_sampler.h).
+// reference (sampling/cpu_sampler.h). In a step it reads logits already masked
+// (token_mask_kernels.h) and then biased and penalized (penalty_kernels.h), in that order; logprobs
+// (logprob_kernels.h) are of the masked logits before bias and penalties (sampling_params.h).
 //
 // One thread-block cluster per row: up to 8 CTAs of 512 threads split the row and keep it in shared
 // memory (scaled logit + weight, 8 bytes per token); thresholds are found by radix select over the
