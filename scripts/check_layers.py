@@ -2,7 +2,8 @@
 """Fails when a file under src/ includes a layer above its own (DESIGN.md, "Layers and data flow").
 
 The layers, from the top: cli > server > engine > runner > model > backend > attention > core.
-tokenizer/ and sampling/ sit just above core and may include core alone. A folder's cuda/
+tokenizer/ and sampling/ sit just above core and may include core alone; grammar/ (structured
+outputs on xgrammar) sits above tokenizer/ and may include core/ and tokenizer/ alone. A folder's cuda/
 subfolder belongs to the folder's layer (core/cuda is core). Benchmarks live in bench/, outside
 src/, on top of everything: only src/cli/main.cpp includes them, to register `fullgraph bench`.
 
@@ -13,10 +14,11 @@ import pathlib
 import re
 import sys
 
-ORDER = ["core", "tokenizer", "sampling", "attention", "backend", "model", "runner", "engine", "server", "cli"]
-RANK = {"core": 0, "tokenizer": 1, "sampling": 1, "attention": 2, "backend": 3, "model": 4, "runner": 5,
-        "engine": 6, "server": 7, "cli": 8}
-LEAVES = {"tokenizer", "sampling"}  # they depend on core only
+ORDER = ["core", "tokenizer", "sampling", "grammar", "attention", "backend", "model", "runner", "engine", "server", "cli"]
+RANK = {"core": 0, "tokenizer": 1, "sampling": 1, "grammar": 2, "attention": 2, "backend": 3, "model": 4,
+        "runner": 5, "engine": 6, "server": 7, "cli": 8}
+# Layers beside the chain, with the only layers they may include.
+LEAVES = {"tokenizer": {"core"}, "sampling": {"core"}, "grammar": {"core", "tokenizer"}}
 BENCH_ENTRY = "cli/main.cpp"        # the one file of src/ that may include bench/
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
@@ -30,7 +32,8 @@ def allowed(own: str, target: str, rel: str) -> str | None:
     if target not in RANK:
         return f"'{target}/' is not a layer of src/"
     if own in LEAVES:
-        return None if target == "core" else f"{own}/ depends on core/ only"
+        deps = LEAVES[own]
+        return None if target in deps else f"{own}/ depends on {'/ and '.join(sorted(deps))}/ only"
     if RANK[target] >= RANK[own]:
         return f"{target}/ is not below {own}/"
     return None
@@ -62,7 +65,8 @@ def main() -> int:
         print(p)
     if problems:
         print(f"check_layers: {len(problems)} include(s) against the layer order "
-              "cli > server > engine > runner > model > backend > attention > core (tokenizer, sampling: core only)")
+              "cli > server > engine > runner > model > backend > attention > core (tokenizer, sampling: core only; "
+              "grammar: core and tokenizer only)")
         return 1
     print(f"check_layers: {files} files under {src}, every include points down")
     return 0

@@ -36,3 +36,23 @@ if ! command -v python3 >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-pip
 fi
 python3 -m pip install -q --disable-pip-version-check -r "$(dirname "$0")/../tests/requirements.txt"
+
+# xgrammar's C++ core (structured outputs) is built by cmake/xgrammar.cmake from its source
+# distribution on PyPI, pinned here and checked against its sha256 (the same pin is in the CMake
+# file). pip only fetches it: --no-binary xgrammar asks for the source archive, --no-deps leaves
+# its Python dependencies out.
+xgrammar_version=0.1.27
+xgrammar_sha256=40af7bb2891f1633ec7f660723c74a92a963307d283aca9e3b4e53a0feaf1d46
+downloads="$(cd "$(dirname "$0")/.." && pwd)/third_party/downloads"
+archive="$downloads/xgrammar-$xgrammar_version.tar.gz"
+if ! echo "$xgrammar_sha256  $archive" | sha256sum --check --status 2>/dev/null; then
+  rm -f "$archive"
+  mkdir -p "$downloads"
+  echo "setup: fetching xgrammar $xgrammar_version's source archive"
+  python3 -m pip download -q --disable-pip-version-check --no-deps --no-binary xgrammar \
+    "xgrammar==$xgrammar_version" -d "$downloads"
+  if ! echo "$xgrammar_sha256  $archive" | sha256sum --check --status; then
+    echo "setup: $archive does not have the pinned sha256 $xgrammar_sha256" >&2
+    exit 1
+  fi
+fi

@@ -162,7 +162,7 @@ TEST_F(Protocol, EveryRefusalNamesItsField) {
        "tool_choice"},
       {CH, R"({"messages": [{"role": "user", "content": "x"}], "function_call": "auto"})", 400, "function_call"},
       {CH, R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "text", "x": 1}})", 400,
-       "response_format"},
+       "response_format.x"},
       {CH, R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"tools": []}})", 400,
        "chat_template_kwargs"},
       {CH, R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 1})", 400, "logprobs"},

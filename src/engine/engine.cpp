@@ -67,6 +67,10 @@ uint64_t Engine::submit(RequestSpec spec) {
   spec.sampling.step = 0;
   validate_sampling_params(spec.sampling, 0);
   validate_logit_bias(spec.logit_bias);
+  // The step does not apply a grammar mask yet: a constrained request is refused, never run as if
+  // it were not constrained.
+  FG_CHECK(!spec.structured_output, "'{}': structured outputs are not supported by the engine yet",
+           spec.structured_output->source);
 
   auto request = std::make_shared<Request>(tokenizer_, std::move(spec.stop));
   std::vector<RequestOutput> none;

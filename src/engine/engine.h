@@ -24,6 +24,7 @@
 #include "engine/kv_block_manager.h"
 #include "engine/request_output.h"
 #include "engine/scheduler.h"
+#include "grammar/structured_output.h"
 #include "runner/step_io.h"
 #include "tokenizer/tokenizer.h"
 
@@ -65,6 +66,8 @@ struct RequestSpec {
   // vLLM's priority: with the priority scheduling policy, a lower value is scheduled first (ties
   // by arrival) and preempted last; ignored under first-come-first-served.
   int64_t priority = 0;
+  // A constraint the output must match (response_format, vLLM's structured_outputs or guided_*).
+  std::optional<StructuredOutput> structured_output;
   std::function<void(const RequestOutput&)> on_output;  // runs on the stepping thread
 };
 

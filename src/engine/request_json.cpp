@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/json/strict_json.h"
+#include "engine/structured_output_json.h"
 
 namespace fg {
 
@@ -179,7 +180,12 @@ const std::vector<std::string_view>& request_field_names() {
       "include_stop_str_in_output", "skip_special_tokens", "temperature", "top_p", "top_k", "min_p", "seed",
       "repetition_penalty", "presence_penalty", "frequency_penalty", "logprobs", "logit_bias", "prompt_logprobs",
       "priority"};
-  return names;
+  static const std::vector<std::string_view> all = [] {
+    std::vector<std::string_view> out = names;
+    for (std::string_view name : structured_output_field_names()) out.push_back(name);
+    return out;
+  }();
+  return all;
 }
 
 void read_request_fields(const nlohmann::json& body, RequestSpec& spec, const SamplingDefaults& defaults,
@@ -190,6 +196,7 @@ void read_request_fields(const nlohmann::json& body, RequestSpec& spec, const Sa
   if (const auto* v = field(body, "priority"))
     spec.priority =
         read_integer(*v, "priority", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  spec.structured_output = read_structured_output(body);
 }
 
 }  // namespace fg

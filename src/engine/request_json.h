@@ -38,7 +38,8 @@ const std::vector<std::string_view>& request_field_names();
 //   sampling: temperature, top_p, top_k, min_p, seed, repetition_penalty, presence_penalty,
 //         frequency_penalty, logprobs (an integer: 0 = the sampled token's, n = also the top n;
 //         true/false as 0/-1), logit_bias ({"token id": bias}), prompt_logprobs;
-//   scheduling: priority.
+//   scheduling: priority;
+//   the output constraint: response_format, structured_outputs, guided_* (structured_output_json.h).
 // A sampling field the body omits takes `defaults` (generation_config.json's) or else vLLM's
 // default: temperature 1.0, no filters, no penalties. max_tokens keeps what `spec` already holds
 // (its default differs by endpoint). logit_bias ids are checked against `vocab_size` when it is

@@ -179,17 +179,6 @@ void refuse_unsupported_chat_fields(const json& body) {
   if (field(body, "functions")) bad_request("functions", "function calling ('functions') is not supported");
   if (field(body, "function_call")) bad_request("function_call", "function calling ('function_call') is not supported");
   if (const json* v = field(body, "parallel_tool_calls")) read_bool(*v, "parallel_tool_calls");
-  if (const json* v = field(body, "response_format")) {
-    if (!v->is_object() || !v->contains("type") || !(*v)["type"].is_string())
-      bad_request("response_format", "'response_format': expected {\"type\": \"text\"}");
-    const std::string& type = (*v)["type"].get_ref<const std::string&>();
-    if (type != "text")
-      bad_request("response_format", fmt::format("response_format '{}' is not supported (only \"text\")",
-                                                 clip_for_message(type, 80)));
-    for (const auto& [key, value] : v->items())
-      if (key != "type" && !value.is_null())
-        bad_request("response_format", fmt::format("'response_format.{}' is not supported", clip_for_message(key, 80)));
-  }
   // vLLM's chat echo repeats the last message in the answer; nothing here implements it.
   if (const json* v = field(body, "echo"); v && read_bool(*v, "echo"))
     bad_request("echo", "'echo' (repeating the last message) is not supported for chat completions");

@@ -12,12 +12,19 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
+namespace fg {
+class GrammarCompiler;  // grammar/grammar_compiler.h
+}  // namespace fg
+
 namespace fg::server {
 
 struct ModelContext {
   std::vector<std::string> served_names;        // non-empty; the first is reported in responses
   const Tokenizer* tokenizer = nullptr;         // null: token-id prompts only, no text
   const ChatTemplate* chat_template = nullptr;  // null: chat completions are refused
+  // Compiles output constraints for this model's vocabulary (grammar/grammar_compiler.h); null:
+  // requests with response_format, structured_outputs or guided_* are refused.
+  GrammarCompiler* grammar = nullptr;
   int64_t vocab_size = 0;
   int64_t max_model_len = 0;  // prompt + max_tokens limit
   int64_t block_size = 16;    // the KV cache's geometry: a request must fit it whole

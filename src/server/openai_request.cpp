@@ -15,6 +15,7 @@
 #include "server/ignored_fields.h"
 #include "server/openai_response.h"
 #include "server/request_reading.h"
+#include "server/structured_output_request.h"
 
 namespace fg::server {
 
@@ -249,6 +250,7 @@ ParsedRequest parse_openai_request(Endpoint endpoint, const json& body, const Mo
 
   read_spec(body, model, r);
   check_fits(r, body, model);
+  check_structured_output(r.spec, model);
   return r;
 }
 

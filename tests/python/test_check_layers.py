@@ -31,10 +31,12 @@ DOWNWARD = {
     "core/error.h": "#pragma once\n",
     "core/cuda/cuda_check.h": '#include "core/error.h"\n',
     "sampling/params.h": '#include "core/error.h"\n',
+    "tokenizer/tokenizer.h": '#include "core/error.h"\n',
+    "grammar/matcher.h": '#include "core/error.h"\n#include "tokenizer/tokenizer.h"\n',
     "attention/metadata.h": '#include "core/error.h"\n',
     "backend/backend.h": '#include "attention/metadata.h"\n#include "sampling/params.h"\n',
     "runner/step_io.h": '#include "sampling/params.h"\n',
-    "engine/engine.h": '#include "runner/step_io.h"\n#include <vector>\n',
+    "engine/engine.h": '#include "runner/step_io.h"\n#include "grammar/matcher.h"\n#include <vector>\n',
     "cli/main.cpp": '#include "bench/bench_commands.h"\n#include "engine/engine.h"\n',
 }
 
@@ -55,6 +57,7 @@ class CheckLayers(unittest.TestCase):
                                     'src/backend/cuda/bad.cu:2: #include "runner/step_io.h": runner/ is not below backend/'),
             "attention/bad.h": ('#include "backend/backend.h"\n', "backend/ is not below attention/"),
             "tokenizer/bad.cpp": ('#include "sampling/params.h"\n', "tokenizer/ depends on core/ only"),
+            "grammar/bad.cpp": ('#include "sampling/params.h"\n', "grammar/ depends on core/ and tokenizer/ only"),
             "server/bad.cpp": ('#include "bench/serve.h"\n', "only src/cli/main.cpp includes bench/"),
             "lab/probe.cpp": ("int x;\n", "src/lab/: not a layer of src/"),
         }

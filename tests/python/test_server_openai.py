@@ -422,7 +422,10 @@ def bad_requests(server):
         (CH, {"messages": ok_msg, "tools": [{"type": "function", "function": {"name": "f"}}]}, 400, "tools"),
         (CH, {"messages": ok_msg, "tool_choice": "required"}, 400, "tool_choice"),
         (CH, {"messages": ok_msg, "functions": [{"name": "f"}]}, 400, "functions"),
-        (CH, {"messages": ok_msg, "response_format": {"type": "json_object"}}, 400, "response_format"),
+        # Constraints are read on both endpoints; this server has no grammar compiler wired. (On chat
+        # the missing chat template is reported first.)
+        (C, {"prompt": "hi", "response_format": {"type": "json_object"}}, 400, "response_format"),
+        (C, {"prompt": "hi", "guided_regex": "[a-z]+"}, 400, "guided_regex"),
         (CH, {"messages": ok_msg, "top_logprobs": 3}, 400, "top_logprobs"),
         (CH, {"messages": ok_msg, "logprobs": True, "top_logprobs": 50}, 400, "top_logprobs"),
         (CH, {"messages": ok_msg, "prompt": "x"}, 400, "prompt"),
