@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "server/reasoning_parser.h"
 #include "server/tool_call_json.h"
 #include "server/tool_call_parser.h"
 
@@ -415,6 +416,47 @@ TEST(ToolCallParser, LongArgumentsStayLinearAndExact) {
   std::vector<std::string> pieces;
   for (size_t at = 0; at < text.size(); at += 3) pieces.push_back(text.substr(at, 3));
   expect_stream_matches(Format::kHermes, text, pieces);
+}
+
+TEST(ToolCallParser, AfterTheReasoningParser) {
+  // Qwen3 thinks, then calls: the reasoning stream's content feeds the tool stream, cut anywhere.
+  const std::string text =
+      "<think>\nThe user wants the weather in Tokyo; I should call get_weather.\n</think>\n\n<tool_call>\n{\"name\": "
+      "\"get_weather\", \"arguments\": {\"city\": \"Tokyo\"}}\n</tool_call>";
+  const ReasoningSplit split = split_reasoning(ReasoningParserKind::kQwen3, text);
+  ASSERT_TRUE(split.content);
+  const ToolCallParse whole = parse_tool_calls(Format::kHermes, *split.content, counted_ids());
+  EXPECT_EQ(split.reasoning, "\nThe user wants the weather in Tokyo; I should call get_weather.\n");
+  EXPECT_EQ(whole.content, "\n\n");  // what precedes <tool_call>, as vLLM keeps it
+  ASSERT_EQ(whole.calls.size(), 1u);
+  EXPECT_EQ(whole.calls[0].arguments, R"({"city": "Tokyo"})");
+  for (size_t cut = 0; cut <= text.size(); ++cut) {
+    ReasoningStream reasoning(ReasoningParserKind::kQwen3);
+    ToolCallStream tools(Format::kHermes, counted_ids());
+    std::string reasoning_text, content, arguments, name;
+    auto take = [&](const ReasoningDelta& r, const ToolStreamDelta& t) {
+      reasoning_text += r.reasoning;
+      content += t.content;
+      for (const ToolCallDelta& call : t.tool_calls) {
+        if (call.opens_call()) name = call.name;
+        arguments += call.arguments;
+      }
+    };
+    for (const std::string& piece : {text.substr(0, cut), text.substr(cut)}) {
+      const ReasoningDelta r = reasoning.feed(piece);
+      take(r, tools.feed(r.content));
+    }
+    const ReasoningDelta r = reasoning.finish();
+    ToolStreamDelta t = tools.feed(r.content);
+    const ToolStreamDelta tail = tools.finish();
+    t.content += tail.content;
+    t.tool_calls.insert(t.tool_calls.end(), tail.tool_calls.begin(), tail.tool_calls.end());
+    take(r, t);
+    ASSERT_EQ(reasoning_text, *split.reasoning) << cut;
+    ASSERT_EQ(content, "\n\n") << cut;
+    ASSERT_EQ(name, "get_weather") << cut;
+    ASSERT_EQ(arguments, whole.calls[0].arguments) << cut;
+  }
 }
 
 TEST(ToolCallJson, NumbersAtTheEndWaitForTheirLastDigit) {
