@@ -36,9 +36,7 @@ Joined stream_pieces(Kind kind, const std::vector<std::string>& pieces, bool thi
 }
 
 // The non-streamed split with null read as "", for comparing with a stream.
-Joined joined(const ReasoningSplit& split) {
-  return {split.reasoning.value_or(""), split.content.value_or(""), false};
-}
+Joined joined(const ReasoningSplit& split) { return {split.reasoning.value_or(""), split.content.value_or(""), false}; }
 
 // Real outputs: Qwen3 (hybrid thinking: the model writes <think>), Qwen3-2507 / DeepSeek-R1-0528
 // (the template opened <think> in the prompt), and edge cases.

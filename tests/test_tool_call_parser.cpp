@@ -101,7 +101,8 @@ void expect_every_chunking_matches(Format format, const std::string& text, const
 // What Llama-3.1-8B-Instruct and Llama-3.2-3B-Instruct write for a tool call.
 const std::string kLlamaWeather =
     R"({"name": "get_current_weather", "parameters": {"location": "San Francisco, CA", "unit": "fahrenheit"}})";
-const std::string kLlamaPythonTag = R"(<|python_tag|>{"name": "brave_search", "parameters": {"query": "current weather in Menlo Park"}})";
+const std::string kLlamaPythonTag =
+    R"(<|python_tag|>{"name": "brave_search", "parameters": {"query": "current weather in Menlo Park"}})";
 const std::string kLlamaTwo =
     "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}; {\"name\": \"get_time\", \"arguments\": "
     "{\"timezone\": \"Europe/Paris\", \"format\": 24}}";
@@ -165,8 +166,9 @@ TEST(ToolCallParser, ArgumentsAreCanonicalJson) {
             R"({"filter": {"range": {"min": 1, "max": 10}}, "tags": ["a", "b"], "deep": [[{"x": null}]]})");
   parse = parse_tool_calls(Format::kLlama3Json, kLlamaScalars);
   ASSERT_EQ(parse.calls.size(), 1u);
-  EXPECT_EQ(parse.calls[0].arguments,
-            R"({"city": "Zürich", "note": "你好 \"quoted\" \\ back\n", "n": 0.1, "big": 12345678901234567890, "neg": -7, "f": 0.0025, "t": true})");
+  EXPECT_EQ(
+      parse.calls[0].arguments,
+      R"({"city": "Zürich", "note": "你好 \"quoted\" \\ back\n", "n": 0.1, "big": 12345678901234567890, "neg": -7, "f": 0.0025, "t": true})");
   // Whitespace of the model's own is not kept.
   parse = parse_tool_calls(Format::kLlama3Json, "{\"name\":\"f\",\"parameters\":{\n  \"a\" :[ ],\"b\":{ }\n}}");
   ASSERT_EQ(parse.calls.size(), 1u);
@@ -176,16 +178,16 @@ TEST(ToolCallParser, ArgumentsAreCanonicalJson) {
 TEST(ToolCallParser, Llama3JsonThatIsNotACallIsContent) {
   const std::vector<std::string> texts = {
       "The weather in Paris is sunny.",
-      R"({"name": "get_weather"})",                                        // no arguments
-      R"({"name": "get_weather", "parameters": "Paris"})",                 // arguments not an object
-      R"({"name": 3, "parameters": {}})",                                  // name not a string
-      R"({"name": "f", "parameters": {}, "arguments": {}})",               // both keys
-      R"({"answer": 42})",                                                 // JSON, not a call
-      R"({"name": "get_weather", "parameters": {"city": "Par)",           // cut by max_tokens
-      R"(Here you go: {"name": "f", "parameters": {}})",                  // text first
-      R"({"name": "f", "parameters": {}} and then some words)",           // text after
+      R"({"name": "get_weather"})",                              // no arguments
+      R"({"name": "get_weather", "parameters": "Paris"})",       // arguments not an object
+      R"({"name": 3, "parameters": {}})",                        // name not a string
+      R"({"name": "f", "parameters": {}, "arguments": {}})",     // both keys
+      R"({"answer": 42})",                                       // JSON, not a call
+      R"({"name": "get_weather", "parameters": {"city": "Par)",  // cut by max_tokens
+      R"(Here you go: {"name": "f", "parameters": {}})",         // text first
+      R"({"name": "f", "parameters": {}} and then some words)",  // text after
       R"({"name": "f", "parameters": {}}; oops)",
-      R"({"name": "f", "parameters": {"a": 01}})",                        // not JSON
+      R"({"name": "f", "parameters": {"a": 01}})",  // not JSON
       "<|python_tag|>print('hello')",
       "<|python_ta",
       "{",
@@ -200,8 +202,8 @@ TEST(ToolCallParser, Llama3JsonThatIsNotACallIsContent) {
 }
 
 TEST(ToolCallParser, Llama3JsonStreamsAtEveryChunking) {
-  for (const std::string& text : {kLlamaWeather, kLlamaPythonTag, kLlamaTwo, kLlamaTwo + " ; ", kLlamaNested,
-                                  kLlamaScalars}) {
+  for (const std::string& text :
+       {kLlamaWeather, kLlamaPythonTag, kLlamaTwo, kLlamaTwo + " ; ", kLlamaNested, kLlamaScalars}) {
     SCOPED_TRACE(text);
     expect_every_chunking_matches(Format::kLlama3Json, text);
   }
@@ -408,7 +410,8 @@ TEST(ToolCallParser, NamedArgumentsObject) {
 TEST(ToolCallParser, LongArgumentsStayLinearAndExact) {
   // A call far past the size scanned on every delta: pieces still join exactly.
   std::string body;
-  for (int i = 0; i < 3000; ++i) body += (i ? ", " : "") + std::string("\"k") + std::to_string(i) + "\": " + std::to_string(i);
+  for (int i = 0; i < 3000; ++i)
+    body += (i ? ", " : "") + std::string("\"k") + std::to_string(i) + "\": " + std::to_string(i);
   const std::string text = "<tool_call>\n{\"name\": \"bulk\", \"arguments\": {" + body + "}}\n</tool_call>";
   const ToolCallParse whole = parse_tool_calls(Format::kHermes, text);
   ASSERT_EQ(whole.calls.size(), 1u);

@@ -140,7 +140,8 @@ TEST(ToolSchema, RequiredIsVllmsArraySchema) {
   EXPECT_EQ((*single)["maxItems"], 1);
   // An output the schema admits parses as the calls.
   const ToolCallParse parse = parse_tool_calls(
-      ToolCallFormat::kRequired, R"([{"name": "get_weather", "parameters": {"city": "Oslo"}}, {"name": "get_time", "parameters": {}}])");
+      ToolCallFormat::kRequired,
+      R"([{"name": "get_weather", "parameters": {"city": "Oslo"}}, {"name": "get_time", "parameters": {}}])");
   ASSERT_EQ(parse.calls.size(), 2u);
   EXPECT_EQ(parse.calls[0].arguments, R"({"city": "Oslo"})");
 }
@@ -162,7 +163,9 @@ TEST(ToolSchema, RequiredMovesDefsUp) {
   json clash = tools_json;
   clash[1]["function"]["parameters"]["$defs"]["Point"]["properties"]["x"]["type"] = "string";
   const auto clashing = read_tools(clash);
-  EXPECT_EQ(refused_param([&] { tool_choice_schema(clashing, {ToolChoiceMode::kRequired, ""}); }),
+  EXPECT_EQ(refused_param([&] {
+              tool_choice_schema(clashing, {ToolChoiceMode::kRequired, ""});
+            }),
             "tools[1].function.parameters.$defs.Point");
 }
 

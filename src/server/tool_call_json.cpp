@@ -173,8 +173,8 @@ class CallHandler : public nlohmann::json_sax<json> {
       ++depth_;
       return true;
     }
-    const bool starts_arguments = shape_ == CallShape::kArguments ? depth_ == 0 && object
-                                                                   : depth_ == 1 && member_ == Member::kArguments;
+    const bool starts_arguments =
+        shape_ == CallShape::kArguments ? depth_ == 0 && object : depth_ == 1 && member_ == Member::kArguments;
     if (starts_arguments) {
       if (!object) return refuse("the arguments are not an object");
       out_.arguments_started = true;
@@ -216,7 +216,7 @@ class CallHandler : public nlohmann::json_sax<json> {
   const size_t& read_;
   CallShape shape_;
   CallScan& out_;
-  int depth_ = 0;           // containers open
+  int depth_ = 0;            // containers open
   int arguments_depth_ = 0;  // depth_ inside the arguments object; 0 outside it
   Member member_ = Member::kNone;
   bool seen_name_ = false, seen_arguments_ = false, incomplete_ = false;

@@ -30,11 +30,11 @@ enum class CallShape {
 struct CallScan {
   enum class State { kIncomplete, kComplete, kMalformed };
   State state = State::kIncomplete;
-  size_t end = 0;                    // kComplete: bytes the object took, through its closing '}'
-  std::optional<std::string> name;   // kCall: the name, once its string is whole
-  bool arguments_started = false;    // the arguments object has opened
-  std::string arguments;             // canonical text of the arguments read so far
-  std::string error;                 // kMalformed: why (for logs)
+  size_t end = 0;                   // kComplete: bytes the object took, through its closing '}'
+  std::optional<std::string> name;  // kCall: the name, once its string is whole
+  bool arguments_started = false;   // the arguments object has opened
+  std::string arguments;            // canonical text of the arguments read so far
+  std::string error;                // kMalformed: why (for logs)
 };
 
 // `text` starts with the object's '{' and may go on past its end. kIncomplete: more text may

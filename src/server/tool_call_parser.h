@@ -55,7 +55,7 @@ std::optional<ToolCallFormat> tool_call_parser_from_name(std::string_view name);
 std::string make_tool_call_id();
 
 struct ToolCallOptions {
-  std::string function_name;                        // kNamed: the function tool_choice named
+  std::string function_name;                                 // kNamed: the function tool_choice named
   std::function<std::string()> make_id = make_tool_call_id;  // tests fix the ids
 };
 
@@ -123,13 +123,12 @@ class ToolCallStream {
   ToolCallFormat format_;
   ToolCallOptions options_;
   State state_;
-  std::string text_;           // everything fed so far
-  size_t pos_ = 0;             // where parsing stands in text_
-  size_t unsent_from_ = 0;     // text_ before this was sent as content or taken by a finished call
-  size_t call_start_ = 0;      // kCall: where the call's '{' is
-  size_t scanned_size_ = 0;    // kCall: text_ size at the last scan
+  std::string text_;         // everything fed so far
+  size_t pos_ = 0;           // where parsing stands in text_
+  size_t unsent_from_ = 0;   // text_ before this was sent as content or taken by a finished call
+  size_t call_start_ = 0;    // kCall: where the call's '{' is
+  size_t scanned_size_ = 0;  // kCall: text_ size at the last scan
   int calls_sent_ = 0;
-  int calls_finished_ = 0;
   bool failed_ = false;
   bool call_open_sent_ = false;  // the current call's first piece is out
   size_t arguments_sent_ = 0;    // bytes of the current call's arguments sent

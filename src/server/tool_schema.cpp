@@ -17,7 +17,7 @@ using nlohmann::json;
 const char* type_name(const json& value) { return value.type_name(); }
 
 // Names in messages are quoted from the request: cut long ones.
-std::string quote_name(const std::string& text) { return "'" + clip_for_message(text, 100) + "'"; }
+std::string quote_name(const std::string& text) { return fmt::format("'{}'", clip_for_message(text, 100)); }
 
 // A schema in a position where a subschema stands: an object, or true/false.
 bool is_subschema(const json& value) { return value.is_object() || value.is_boolean(); }
@@ -69,12 +69,13 @@ ToolDefinition read_tool(const json& tool, size_t i) {
   const std::string at = fmt::format("tools[{}]", i);
   if (!tool.is_object()) bad_request(at, fmt::format("{} must be an object, found {}", at, type_name(tool)));
   if (const auto type = tool.find("type"); type != tool.end() && *type != "function") {
-    bad_request(at + ".type", fmt::format("{}.type must be \"function\", found {}", at, clip_for_message(type->dump(), 100)));
+    bad_request(at + ".type",
+                fmt::format("{}.type must be \"function\", found {}", at, clip_for_message(type->dump(), 100)));
   }
   const auto function = tool.find("function");
   if (function == tool.end() || !function->is_object()) {
-    bad_request(at + ".function", fmt::format("{}.function must be an object with the function's name and parameters",
-                                              at));
+    bad_request(at + ".function",
+                fmt::format("{}.function must be an object with the function's name and parameters", at));
   }
   const std::string fn = at + ".function";
   ToolDefinition out;
@@ -163,8 +164,8 @@ ToolChoice read_tool_choice(const json& tool_choice, const std::vector<ToolDefin
     out.mode = ToolChoiceMode::kNamed;
     out.name = name->get<std::string>();
   } else {
-    bad_request("tool_choice", fmt::format("tool_choice must be a string or an object, found {}",
-                                           type_name(tool_choice)));
+    bad_request("tool_choice",
+                fmt::format("tool_choice must be a string or an object, found {}", type_name(tool_choice)));
   }
 
   if ((out.mode == ToolChoiceMode::kRequired || out.mode == ToolChoiceMode::kNamed) && tools.empty()) {
@@ -191,8 +192,8 @@ std::optional<json> tool_choice_schema(const std::vector<ToolDefinition>& tools,
     for (const ToolDefinition& tool : tools) {
       if (tool.name == choice.name) return parameters_schema(tool);
     }
-    bad_request("tool_choice",
-                fmt::format("the function {} in tool_choice is not one of the request's tools", quote_name(choice.name)));
+    bad_request("tool_choice", fmt::format("the function {} in tool_choice is not one of the request's tools",
+                                           quote_name(choice.name)));
   }
   if (choice.mode != ToolChoiceMode::kRequired) return std::nullopt;
 

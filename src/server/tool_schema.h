@@ -32,8 +32,8 @@ namespace fg::server {
 
 struct ToolDefinition {
   std::string name;
-  std::string description;     // "" when absent
-  nlohmann::json parameters;   // an object schema; null when absent
+  std::string description;    // "" when absent
+  nlohmann::json parameters;  // an object schema; null when absent
   bool strict = false;
 };
 
