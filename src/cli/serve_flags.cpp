@@ -2,6 +2,7 @@
 #include "cli/serve_flags.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 
@@ -25,6 +26,15 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f) {
       ->envname("FULLGRAPH_LOG_STATS_INTERVAL")
       ->check(CLI::Range(0.05, 86400.0))
       ->group("");  // vLLM keeps this in an environment variable; the option exists for tests
+  cmd.add_flag("--enable-auto-tool-choice", f.enable_auto_tool_choice,
+               "Serve tool_choice \"auto\": the model decides whether to call a tool, and --tool-call-parser "
+               "reads its calls from the text (required with this flag)");
+  cmd.add_option("--tool-call-parser", f.tool_call_parser_name,
+                 fmt::format("How the model writes tool calls: {} (vLLM's names)",
+                             fmt::join(server::tool_call_parser_names(), ", ")));
+  cmd.add_option("--reasoning-parser", f.reasoning_parser_name,
+                 fmt::format("Split <think>...</think> into reasoning_content and content: {} (vLLM's names)",
+                             fmt::join(server::reasoning_parser_names(), ", ")));
 }
 
 void apply_serve_flags(ServeFlags& f, EngineSetupOptions& engine) {
@@ -39,6 +49,21 @@ void apply_serve_flags(ServeFlags& f, EngineSetupOptions& engine) {
   FG_CHECK(f.max_logprobs >= 0 && f.max_logprobs <= kMaxLogprobs,
            "--max-logprobs {}: the engine returns at most {} logprobs per token; give 0 to {} (-1 means {})",
            f.max_logprobs, kMaxLogprobs, kMaxLogprobs, kMaxLogprobs);
+  f.tool_call_parser.reset();
+  if (!f.tool_call_parser_name.empty()) {
+    f.tool_call_parser = server::tool_call_parser_from_name(f.tool_call_parser_name);
+    FG_CHECK(f.tool_call_parser.has_value(), "--tool-call-parser '{}': not a parser fullgraph has; give one of: {}",
+             f.tool_call_parser_name, fmt::join(server::tool_call_parser_names(), ", "));
+  }
+  FG_CHECK(!f.enable_auto_tool_choice || f.tool_call_parser.has_value(),
+           "--enable-auto-tool-choice needs --tool-call-parser (one of: {}) to read the model's tool calls",
+           fmt::join(server::tool_call_parser_names(), ", "));
+  f.reasoning_parser.reset();
+  if (!f.reasoning_parser_name.empty()) {
+    f.reasoning_parser = server::reasoning_parser_from_name(f.reasoning_parser_name);
+    FG_CHECK(f.reasoning_parser.has_value(), "--reasoning-parser '{}': not a parser fullgraph has; give one of: {}",
+             f.reasoning_parser_name, fmt::join(server::reasoning_parser_names(), ", "));
+  }
 }
 
 }  // namespace fg::cli
