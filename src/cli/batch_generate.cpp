@@ -11,8 +11,10 @@
 #include "core/log.h"
 #include "core/progress_bar.h"
 #include "engine/request_json.h"
+#include "server/chat_tools.h"
 #include "server/openai_request.h"
 #include "server/request_reading.h"
+#include "server/structured_output_request.h"
 
 namespace fg::cli {
 
@@ -27,13 +29,15 @@ struct BatchItem {
   std::optional<std::variant<int32_t, std::string>> stop_reason;
   int64_t cached_tokens = 0;
   bool done = false;
+  server::ChatOutputOptions chat_output;  // a "messages" line with tools: how its answer is read
 };
 
 // A line's prompt, read as the server reads a request's: "prompt" text (with add_special_tokens,
 // default true), "prompt_ids", or chat "messages" (with add_generation_prompt,
-// continue_final_message, add_special_tokens, chat_template_kwargs); then truncate_prompt_tokens.
+// continue_final_message, add_special_tokens, chat_template_kwargs, tools and tool_choice, whose
+// constraint goes into `item`); then truncate_prompt_tokens.
 std::vector<int32_t> prompt_of(const nlohmann::json& line, const server::ModelContext& model, const EngineSetup& setup,
-                               size_t number) {
+                               size_t number, BatchItem& item) {
   const int given = line.contains("prompt") + line.contains("prompt_ids") + line.contains("messages");
   FG_CHECK(given == 1, "line {}: give exactly one of \"prompt\", \"prompt_ids\" and \"messages\"", number);
   std::vector<int32_t> out;
@@ -55,7 +59,12 @@ std::vector<int32_t> prompt_of(const nlohmann::json& line, const server::ModelCo
         add_special_tokens = server::read_bool(*v, "add_special_tokens");
       out = setup.tokenizer->encode(line["prompt"].get<std::string>(), add_special_tokens);
     } else {
-      out = server::chat_prompt_tokens(line, model, server::read_chat_prompt_options(line));
+      server::ChatPromptOptions options = server::read_chat_prompt_options(line);
+      server::ChatTools tools = server::read_chat_tools(line, options, model);
+      if (!tools.template_tools.is_null()) options.template_variables.emplace_back("tools", tools.template_tools);
+      out = server::chat_prompt_tokens(line, model, options);
+      item.chat_output = std::move(tools.output);
+      if (tools.constraint) item.spec.structured_output = std::move(tools.constraint);
     }
   }
   bool truncated = false;
@@ -89,6 +98,7 @@ void run_batch_generate(const BatchGenerateOptions& o, const GpuBackendFactory& 
   model.chat_template = chat_template.get();
   model.vocab_size = setup->config.vocab_size;
   model.max_model_len = setup->max_model_len;
+  model.grammar = setup->grammar.get();
 
   // Every line is parsed and checked before anything runs: a bad line costs no work.
   std::vector<BatchItem> items;
@@ -105,8 +115,17 @@ void run_batch_generate(const BatchGenerateOptions& o, const GpuBackendFactory& 
     BatchItem item;
     item.spec.stop.max_tokens = o.default_max_tokens;
     try {
-      item.spec.prompt = prompt_of(line, model, *setup, number);
+      std::optional<StructuredOutput> tool_constraint;
+      item.spec.prompt = prompt_of(line, model, *setup, number, item);
+      std::swap(tool_constraint, item.spec.structured_output);
       read_request_fields(line, item.spec, setup->generation.sampling, setup->config.vocab_size);
+      FG_CHECK(!(tool_constraint && item.spec.structured_output),
+               "tool_choice and '{}' both constrain the answer: give one of them",
+               item.spec.structured_output ? item.spec.structured_output->source : "");
+      if (tool_constraint) item.spec.structured_output = std::move(tool_constraint);
+      if (item.spec.structured_output)
+        item.spec.structured_output_after = server::constraint_start_token(item.chat_output, model);
+      server::check_structured_output(item.spec, model);  // a bad constraint fails here, before anything runs
     } catch (const Error& e) {
       fail("{} line {}: {}", o.prompts_file, number, e.what());
     }
@@ -167,6 +186,11 @@ void run_batch_generate(const BatchGenerateOptions& o, const GpuBackendFactory& 
       else out["stop_reason"] = std::get<std::string>(*item.stop_reason);
     }
     if (item.spec.sampling.num_logprobs >= 0) out["logprobs"] = item.logprobs;
+    if (!item.chat_output.plain()) {
+      bool tool_calls = false;
+      out["message"] = server::chat_message(item.text, item.chat_output, tool_calls);
+      if (tool_calls) out["finish_reason"] = "tool_calls";
+    }
     const std::string line = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (file.is_open()) file << line << '\n';
     else fmt::print("{}\n", line);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "backend/cpu/cpu_backend.h"
@@ -11,6 +12,7 @@
 #include "cli/model_source.h"
 #include "core/log.h"
 #include "core/progress_bar.h"
+#include "grammar/grammar_vocabulary.h"
 #include "model/generation_config.h"
 #include "model/model_loader.h"
 #include "model/named_shapes.h"
@@ -208,7 +210,15 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   }
   s->blocks = std::make_unique<KvBlockManager>(KvBlockManagerOptions{num_blocks, o.block_size, o.enable_prefix_caching});
 
+  if (s->tokenizer) {
+    const auto start = std::chrono::steady_clock::now();
+    s->grammar = std::make_unique<GrammarCompiler>(grammar_vocabulary(*s->tokenizer, c.vocab_size, s->eos_token_ids));
+    log(fmt::format("structured outputs: the grammar vocabulary of {} tokens in {:.0f} ms", c.vocab_size,
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()));
+  }
+
   EngineOptions eo;
+  eo.grammar = s->grammar.get();
   eo.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
   eo.scheduler.max_num_seqs = max_seqs;
   eo.scheduler.policy = parse_scheduling_policy(o.scheduling_policy);

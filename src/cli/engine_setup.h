@@ -67,6 +67,9 @@ struct EngineSetup {
   KvCache kv;
   std::unique_ptr<ModelRunner> runner;
   std::unique_ptr<KvBlockManager> blocks;
+  // Structured outputs' grammar compiler for this model's vocabulary; null without a tokenizer.
+  // Declared before the engine, which uses it.
+  std::unique_ptr<GrammarCompiler> grammar;
   std::unique_ptr<Engine> engine;
   std::vector<int32_t> eos_token_ids;  // config.json's and generation_config.json's
   GenerationDefaults generation;       // generation_config.json's (--generation-config)

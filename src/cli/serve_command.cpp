@@ -66,6 +66,10 @@ server::ServedModel served_model(const EngineSetup& s, const ServeOptions& o) {
   m.priority_scheduling = o.engine.scheduling_policy == "priority";
   m.max_logprobs = o.vllm.max_logprobs;
   m.logprobs.return_tokens_as_token_ids = o.vllm.return_tokens_as_token_ids;
+  m.grammar = s.grammar.get();
+  m.enable_auto_tool_choice = o.vllm.enable_auto_tool_choice;
+  m.tool_call_parser = o.vllm.tool_call_parser;
+  m.reasoning_parser = o.vllm.reasoning_parser;
   return m;
 }
 

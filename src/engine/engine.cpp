@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace fg {
 
@@ -18,6 +19,10 @@ struct Engine::Request {
   std::vector<TokenLogprobs> prompt_logprobs_out;  // scored so far; delivered with the first delta
   bool prompt_logprobs_sent = false;
   RequestOutputProcessor output;
+  // A structured-output request: its place in the grammar, and the mask of its next token.
+  std::unique_ptr<GrammarMatcher> matcher;
+  int32_t grammar_after = -1;  // the matcher starts after this token (RequestSpec::structured_output_after)
+  std::vector<int32_t> mask;
   std::function<void(const RequestOutput&)> on_output;
   bool finished = false;
   // Not yet delivered:
@@ -40,6 +45,12 @@ Engine::Engine(StepExecutor& executor, KvBlockManager& kv, const Tokenizer* toke
       seed_generator_(options_.seed) {
   FG_CHECK(options_.vocab_size >= 1, "engine: vocab_size must be positive");
   FG_CHECK(options_.max_model_len >= 1, "engine: max_model_len must be positive");
+  if (options_.grammar != nullptr) {
+    FG_CHECK(options_.grammar->vocab_size() == options_.vocab_size,
+             "engine: the grammar compiler's vocabulary ({}) is not the model's ({})", options_.grammar->vocab_size(),
+             options_.vocab_size);
+    masks_ = std::make_unique<StepMaskFiller>(options_.grammar_threads);
+  }
 }
 
 Engine::~Engine() = default;
@@ -67,12 +78,21 @@ uint64_t Engine::submit(RequestSpec spec) {
   spec.sampling.step = 0;
   validate_sampling_params(spec.sampling, 0);
   validate_logit_bias(spec.logit_bias);
-  // The step does not apply a grammar mask yet: a constrained request is refused, never run as if
-  // it were not constrained.
-  FG_CHECK(!spec.structured_output, "'{}': structured outputs are not supported by the engine yet",
-           spec.structured_output->source);
+  std::unique_ptr<GrammarMatcher> matcher;
+  if (spec.structured_output) {
+    const StructuredOutput& constraint = *spec.structured_output;
+    FG_CHECK(options_.grammar != nullptr, "'{}': structured outputs need the model's tokenizer, and this engine has none",
+             constraint.source);
+    try {
+      matcher = std::make_unique<GrammarMatcher>(options_.grammar->compile(constraint));
+    } catch (const Error& e) {
+      FG_CHECK(false, "'{}': {}", constraint.source, e.what());
+    }
+  }
 
   auto request = std::make_shared<Request>(tokenizer_, std::move(spec.stop));
+  request->matcher = std::move(matcher);
+  request->grammar_after = spec.structured_output_after;
   std::vector<RequestOutput> none;
   {
     std::lock_guard lock(mutex_);
@@ -160,7 +180,22 @@ RequestOutput Engine::delta_of(const Request& request) const {
 RequestOutput Engine::accept_token(Request& request, int32_t token, const TokenLogprobs* logprobs) {
   request.sched.tokens.push_back(token);
   ++stats_.generated_tokens;
-  OutputDelta delta = request.output.push(token, logprobs);
+  // A constrained request ends when its grammar is complete (an EOS accepted, even under
+  // ignore_eos or before min_tokens: nothing may follow). A token its grammar refuses can only come
+  // from a mask that allowed nothing (the sampler then leaves the row unmasked): the request ends
+  // with "abort" rather than continue outside its grammar.
+  std::optional<FinishReason> end_with;
+  if (request.matcher && request.grammar_after >= 0) {
+    if (token == request.grammar_after) request.grammar_after = -1;  // the grammar starts with the next token
+  } else if (request.matcher) {
+    if (!request.matcher->accept_token(token)) {
+      log::warning("request {}: its grammar refuses the sampled token {}; ending it", request.sched.id, token);
+      end_with = FinishReason::kAbort;
+    } else if (request.matcher->is_terminated()) {
+      end_with = FinishReason::kStop;
+    }
+  }
+  OutputDelta delta = request.output.push(token, logprobs, end_with);
   request.pending_ids.push_back(token);
   request.pending_text += delta.text;
   for (OutputLogprobs& entry : delta.logprobs) request.pending_logprobs.push_back(std::move(entry));
@@ -183,6 +218,7 @@ bool Engine::step() {
   std::vector<std::shared_ptr<Request>> in_flight;  // [chunks]
   std::vector<std::vector<int32_t>> block_ids;      // [chunks][blocks]: copies, since cancel() frees
   std::vector<ScheduledRequest> scheduled;          // [chunks]
+  std::vector<size_t> constrained;                  // chunks that sample under a grammar
   {
     std::lock_guard lock(mutex_);
     if (!scheduler_.has_work()) return false;
@@ -208,10 +244,16 @@ bool Engine::step() {
       r.output_ids = std::span<const int32_t>(s->tokens.data() + s->num_prompt_tokens,
                                               static_cast<size_t>(request.num_generated()));
       r.logit_bias = request.logit_bias;
+      // Only a chunk that reaches the end of the request's tokens samples (a mid-prompt chunk's
+      // token is discarded), so only such a chunk needs its grammar's mask.
+      if (request.matcher && request.grammar_after < 0 &&
+          s->num_computed + chunk.num_tokens == static_cast<int64_t>(s->tokens.size()))
+        constrained.push_back(scheduled.size());
       scheduled.push_back(r);
     }
   }
 
+  fill_masks(in_flight, constrained, scheduled);
   score_prompts(plan, in_flight, block_ids);
   const StepResult result = executor_.execute(scheduled);
   FG_CHECK(result.sampled.size() == scheduled.size(), "engine: the step returned {} tokens for {} requests",
@@ -239,6 +281,20 @@ bool Engine::step() {
   for (size_t k = 0; k < outputs.size(); ++k)
     if (owners[k]->on_output) owners[k]->on_output(outputs[k]);
   return true;
+}
+
+void Engine::fill_masks(const std::vector<std::shared_ptr<Request>>& in_flight, const std::vector<size_t>& constrained,
+                        std::vector<ScheduledRequest>& scheduled) {
+  if (constrained.empty()) return;
+  // The matchers are the stepping thread's: cancel() never touches them.
+  std::vector<GrammarMatcher*> matchers;
+  std::vector<std::vector<int32_t>*> rows;
+  for (const size_t i : constrained) {
+    matchers.push_back(in_flight[i]->matcher.get());
+    rows.push_back(&in_flight[i]->mask);
+  }
+  masks_->fill(matchers, rows);
+  for (const size_t i : constrained) scheduled[i].token_mask = in_flight[i]->mask;
 }
 
 void Engine::score_prompts(const SchedulerOutput& plan, const std::vector<std::shared_ptr<Request>>& in_flight,

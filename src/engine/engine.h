@@ -24,6 +24,8 @@
 #include "engine/kv_block_manager.h"
 #include "engine/request_output.h"
 #include "engine/scheduler.h"
+#include "engine/step_masks.h"
+#include "grammar/grammar_compiler.h"
 #include "grammar/structured_output.h"
 #include "runner/step_io.h"
 #include "tokenizer/tokenizer.h"
@@ -68,6 +70,9 @@ struct RequestSpec {
   int64_t priority = 0;
   // A constraint the output must match (response_format, vLLM's structured_outputs or guided_*).
   std::optional<StructuredOutput> structured_output;
+  // The constraint applies after this token has been generated (a reasoning model's </think>: the
+  // thinking before it is free); -1: from the first token.
+  int32_t structured_output_after = -1;
   std::function<void(const RequestOutput&)> on_output;  // runs on the stepping thread
 };
 
@@ -77,6 +82,11 @@ struct EngineOptions {
   int64_t vocab_size = 0;
   std::vector<int32_t> eos_token_ids;
   uint64_t seed = 0;          // of the generator of per-request seeds
+  // Compiles the requests' structured-output constraints (shared with the server, which compiles
+  // each one first to refuse a bad one; the engine's compile is a cache hit). Null: constrained
+  // requests are refused. Must outlive the engine.
+  GrammarCompiler* grammar = nullptr;
+  int grammar_threads = 4;  // the worker pool that fills a step's masks across requests
 };
 
 struct EngineStats {
@@ -135,6 +145,10 @@ class Engine {
   // that asked (StepExecutor::prompt_logprobs), outside the lock.
   void score_prompts(const SchedulerOutput& plan, const std::vector<std::shared_ptr<Request>>& in_flight,
                      const std::vector<std::vector<int32_t>>& block_ids);
+  // Before a step: the masks of the chunks in `constrained` (indices into the step), from their
+  // requests' grammar matchers, on the worker pool; points their ScheduledRequest at them.
+  void fill_masks(const std::vector<std::shared_ptr<Request>>& in_flight, const std::vector<size_t>& constrained,
+                  std::vector<ScheduledRequest>& scheduled);
   // Throws naming the token: ids outside the vocabulary, non-finite or out-of-range biases, repeats.
   void validate_logit_bias(const std::vector<std::pair<int32_t, float>>& bias) const;
   // Appends the sampled token to a request whose step reached the end of its tokens; returns the
@@ -155,6 +169,7 @@ class Engine {
   int64_t next_arrival_ = 0;
   std::mt19937_64 seed_generator_;
   EngineStats stats_;
+  std::unique_ptr<StepMaskFiller> masks_;  // with options_.grammar
 };
 
 }  // namespace fg

@@ -134,7 +134,8 @@ bool RequestOutputProcessor::shows_text(int32_t id) const {
   return !(conditions_.skip_special_tokens && tokenizer_->is_special(id));
 }
 
-OutputDelta RequestOutputProcessor::push(int32_t token, const TokenLogprobs* logprobs) {
+OutputDelta RequestOutputProcessor::push(int32_t token, const TokenLogprobs* logprobs,
+                                         std::optional<FinishReason> end_with) {
   FG_CHECK(!finished(), "push() on a request that already finished (reason: {})", finish_reason_name(reason_));
   ++num_generated_;
   const bool stoppable = may_stop();
@@ -160,6 +161,7 @@ OutputDelta RequestOutputProcessor::push(int32_t token, const TokenLogprobs* log
     if (detok_) absorb(detok_->push(token), stoppable);
     if (!finished() && num_generated_ >= conditions_.max_tokens) finish(FinishReason::kLength, std::nullopt);
   }
+  if (!finished() && end_with) finish(*end_with, std::nullopt);
   return release();
 }
 

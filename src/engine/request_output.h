@@ -93,8 +93,11 @@ class RequestOutputProcessor {
 
   // Feeds the next generated token, with its logprobs when the request asked for them (for every
   // token or for none: fg::Error otherwise); returns what to stream. Must not be called after a
-  // finished delta (fg::Error).
-  OutputDelta push(int32_t token, const TokenLogprobs* logprobs = nullptr);
+  // finished delta (fg::Error). `end_with`: the request ends with this token whatever the stop
+  // conditions say (its grammar is complete, or refused it), with that reason unless a stop
+  // condition ended it on this token first.
+  OutputDelta push(int32_t token, const TokenLogprobs* logprobs = nullptr,
+                   std::optional<FinishReason> end_with = std::nullopt);
 
   int64_t num_generated() const { return num_generated_; }
   // All text streamed so far: the deltas joined; once finished, the final output text.

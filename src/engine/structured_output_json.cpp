@@ -106,10 +106,13 @@ std::vector<StructuredOutput> read_structured_outputs(const json& v) {
   const std::string p = "structured_outputs";
   object_of(v, p);
   std::vector<StructuredOutput> out;
+  bool any_whitespace = true;
   for (const auto& [key, value] : v.items()) {
     if (value.is_null()) continue;
     const std::string q = p + "." + key;
-    if (key == "json")
+    if (key == "disable_any_whitespace")
+      any_whitespace = !bool_of(value, q);
+    else if (key == "json")
       out.push_back(schema_of(value, q));
     else if (key == "regex")
       out.push_back({K::kRegex, string_of(value, q), q});
@@ -124,6 +127,7 @@ std::vector<StructuredOutput> read_structured_outputs(const json& v) {
     else
       bad(p + "." + clipped(key), "not supported");
   }
+  for (StructuredOutput& c : out) c.any_whitespace = any_whitespace;
   return out;
 }
 

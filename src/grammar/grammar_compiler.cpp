@@ -107,11 +107,12 @@ struct GrammarCompiler::Impl {
       switch (c.kind) {
         case StructuredOutputKind::kJsonObject:
           // vLLM's reading of OpenAI's json_object: any JSON object.
-          return wrap(compiler.CompileJSONSchema(R"({"type": "object"})"));
+          return wrap(compiler.CompileJSONSchema(R"({"type": "object"})", c.any_whitespace));
         case StructuredOutputKind::kJsonSchema:
-          // Any whitespace between tokens, additional properties only where the schema allows
-          // them (strict mode): vLLM's defaults.
-          return wrap(compiler.CompileJSONSchema(c.text, /*any_whitespace=*/true));
+          // Any whitespace between tokens unless the request disables it (then JSON's compact
+          // separators), additional properties only where the schema allows them (strict mode):
+          // vLLM's defaults.
+          return wrap(compiler.CompileJSONSchema(c.text, c.any_whitespace));
         case StructuredOutputKind::kRegex: return wrap(compiler.CompileRegex(c.text));
         case StructuredOutputKind::kChoice: return wrap(compiler.CompileGrammar(choice_grammar(read_choices(c.text))));
         case StructuredOutputKind::kGrammar: return wrap(compiler.CompileGrammar(c.text, "root"));
@@ -129,7 +130,7 @@ struct GrammarCompiler::Impl {
     return std::make_shared<const CompiledGrammar>(std::move(grammar), tokens);
   }
 
-  using Key = std::pair<StructuredOutputKind, std::string>;
+  using Key = std::tuple<StructuredOutputKind, bool, std::string>;  // kind, any_whitespace, text
   struct Entry {
     std::shared_future<Compiled> result;
     bool ready = false;
@@ -173,7 +174,7 @@ GrammarCompiler::~GrammarCompiler() = default;
 
 std::shared_ptr<const CompiledGrammar> GrammarCompiler::compile(const StructuredOutput& constraint) {
   Impl& m = *impl_;
-  Impl::Key key{constraint.kind, constraint.text};
+  Impl::Key key{constraint.kind, constraint.any_whitespace, constraint.text};
   std::promise<Compiled> promise;
   {
     std::unique_lock lock(m.mutex);
@@ -202,7 +203,7 @@ std::shared_ptr<const CompiledGrammar> GrammarCompiler::compile(const Structured
     std::lock_guard lock(m.mutex);
     if (auto it = m.entries.find(key); it != m.entries.end()) {
       it->second.ready = true;
-      it->second.bytes = compiled->memory_bytes() + static_cast<int64_t>(key.second.size());
+      it->second.bytes = compiled->memory_bytes() + static_cast<int64_t>(std::get<2>(key).size());
       m.bytes += it->second.bytes;
       m.evict();
     }

@@ -1,6 +1,6 @@
 // grammar/grammar_compiler.h — turns a request's constraint (StructuredOutput) into a compiled
 // grammar for one model's vocabulary, through xgrammar's compiler, with a cache keyed by the
-// constraint (kind, text): the server compiles each constraint when the request arrives, to
+// constraint (kind, text, any_whitespace): the server compiles each constraint when the request arrives, to
 // refuse a bad one before it is queued, and the engine's later compile of it is a cache hit.
 //
 // Thread-safe: any number of threads may compile at once. Concurrent requests for one constraint

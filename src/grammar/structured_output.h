@@ -1,7 +1,7 @@
 // grammar/structured_output.h — what a request asks its output to match: one constraint, as the
 // request surface read it (server/structured_output_request.h, engine/structured_output_json.h)
-// and as the grammar compiler takes it (grammar_compiler.h). A plain value: (kind, text) is the
-// whole constraint, and the compiler's cache key.
+// and as the grammar compiler takes it (grammar_compiler.h). A plain value: (kind, text,
+// any_whitespace) is the whole constraint, and the compiler's cache key.
 #pragma once
 
 #include <string>
@@ -24,7 +24,13 @@ struct StructuredOutput {
   // that a constraint that does not compile can be refused naming it. Not part of the constraint.
   std::string source;
 
-  bool operator==(const StructuredOutput& other) const { return kind == other.kind && text == other.text; }
+  // JSON kinds: any whitespace between tokens (vLLM's default); false: none beyond JSON's ", " and
+  // ": " separators (vLLM's structured_outputs.disable_any_whitespace). Part of the constraint.
+  bool any_whitespace = true;
+
+  bool operator==(const StructuredOutput& other) const {
+    return kind == other.kind && text == other.text && any_whitespace == other.any_whitespace;
+  }
 };
 
 // "json_object", "json_schema", "regex", "choice", "grammar".

@@ -70,6 +70,10 @@ void ApiServer::set_ready(ServedModel model) {
   c.sampling_defaults = r->model.sampling_defaults;
   c.priority_scheduling = r->model.priority_scheduling;
   c.max_logprobs = r->model.max_logprobs;
+  c.grammar = r->model.grammar;
+  c.enable_auto_tool_choice = r->model.enable_auto_tool_choice;
+  c.tool_call_parser = r->model.tool_call_parser;
+  c.reasoning_parser = r->model.reasoning_parser;
   r->service = std::make_unique<EngineService>(*r->model.engine);
   ready_owner_ = std::move(r);
   ready_.store(ready_owner_.get(), std::memory_order_release);
@@ -167,7 +171,7 @@ void ApiServer::generate(Endpoint endpoint, const std::shared_ptr<HttpExchange>&
     prepend_echo(outputs, parsed);
     const bool logprobs = parsed.top_logprobs >= 0;
     const PromptReport prompt{parsed.prompt, parsed.echo && logprobs, parsed.spec.prompt_logprobs >= 0};
-    return chat ? chat_response(header, outputs, logprobs, job->usage(), format, prompt)
+    return chat ? chat_response(header, outputs, logprobs, job->usage(), format, prompt, parsed.chat_output)
                 : completion_response(header, outputs, logprobs, job->usage(), format, prompt);
   });
 }

@@ -40,6 +40,10 @@ struct ServedModel {
   bool priority_scheduling = false;    // the engine schedules by priority
   int64_t max_logprobs = kMaxLogprobs; // --max-logprobs
   LogprobOptions logprobs;             // --return-tokens-as-token-ids
+  GrammarCompiler* grammar = nullptr;  // structured outputs; null: constrained requests are refused
+  bool enable_auto_tool_choice = false;                 // --enable-auto-tool-choice
+  std::optional<ToolCallFormat> tool_call_parser;       // --tool-call-parser
+  std::optional<ReasoningParserKind> reasoning_parser;  // --reasoning-parser
 };
 
 struct ApiServerOptions {

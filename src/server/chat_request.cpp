@@ -58,6 +58,41 @@ std::string_view lstrip(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// An assistant message's tool_calls as chat templates read them: OpenAI's {id, type, function:
+// {name, arguments}}, with the arguments' JSON text parsed into an object (as vLLM hands them to
+// the template: Llama's and Qwen's templates write `arguments | tojson`).
+nlohmann::ordered_json template_tool_calls(const json& calls, const std::string& where) {
+  if (!calls.is_array()) bad_request(where, fmt::format("'{}': expected a list of tool calls", where));
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const std::string at = fmt::format("{}[{}]", where, i);
+    const json& call = calls[i];
+    if (!call.is_object()) bad_request(at, fmt::format("'{}': expected an object", at));
+    const json* function = field(call, "function");
+    if (function == nullptr || !function->is_object())
+      bad_request(at + ".function", fmt::format("'{}.function' must be an object with name and arguments", at));
+    const json* name = field(*function, "name");
+    if (name == nullptr) bad_request(at + ".function.name", fmt::format("'{}.function.name' is required", at));
+    nlohmann::ordered_json entry = {{"type", "function"}};
+    if (const json* id = field(call, "id")) entry["id"] = read_string(*id, at + ".id");
+    nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
+    if (const json* a = field(*function, "arguments")) {
+      const std::string& text = read_string(*a, at + ".function.arguments");
+      arguments = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (arguments.is_discarded() || !arguments.is_object())
+        bad_request(at + ".function.arguments",
+                    fmt::format("'{}.function.arguments' must be a JSON object's text", at));
+    }
+    entry["function"] = {{"name", read_string(*name, at + ".function.name")}, {"arguments", std::move(arguments)}};
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::ordered_json normalize_chat_messages(const json& messages) {
   if (!messages.is_array())
     bad_request("messages", fmt::format("'messages': expected a list of messages, got {}", type_of(messages)));
@@ -72,23 +107,33 @@ nlohmann::ordered_json normalize_chat_messages(const json& messages) {
     const json* role_value = field(m, "role");
     if (role_value == nullptr) bad_request(where + ".role", fmt::format("'{}.role' is required", where));
     std::string role = read_string(*role_value, where + ".role");
-    if (role == "tool" || role == "function")
-      bad_request(where + ".role", fmt::format("'{}' messages are not supported (no tool calling)", role));
+    if (role == "function")
+      bad_request(where + ".role", "'function' messages (the deprecated function calling) are not supported; use tools");
     if (role == "developer") role = "system";  // OpenAI's newer name for system instructions
-    if (role != "system" && role != "user" && role != "assistant")
-      bad_request(where + ".role", fmt::format("unknown role '{}' (expected system, developer, user or assistant)",
-                                               clip_for_message(role, 80)));
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool")
+      bad_request(where + ".role",
+                  fmt::format("unknown role '{}' (expected system, developer, user, assistant or tool)",
+                              clip_for_message(role, 80)));
     const json* content = field(m, "content");
-    if (content == nullptr) bad_request(where + ".content", fmt::format("'{}.content' is required", where));
-    nlohmann::ordered_json message = {{"role", role}, {"content", message_content(*content, where + ".content")}};
+    const json* calls = role == "assistant" ? field(m, "tool_calls") : nullptr;
+    if (content == nullptr && calls == nullptr)
+      bad_request(where + ".content", fmt::format("'{}.content' is required", where));
+    nlohmann::ordered_json message = {
+        {"role", role}, {"content", content ? message_content(*content, where + ".content") : ""}};
     for (const auto& [key, value] : m.items()) {
       if (key == "role" || key == "content" || value.is_null()) continue;
       if (key == "name") {
         message["name"] = read_string(value, where + ".name");
         continue;
       }
-      if (key == "tool_calls" || key == "function_call" || key == "tool_call_id")
-        bad_request(where + "." + key, fmt::format("'{}.{}': tool calling is not supported", where, key));
+      if (key == "tool_calls" && role == "assistant") {
+        message["tool_calls"] = template_tool_calls(value, where + ".tool_calls");
+        continue;
+      }
+      if (key == "tool_call_id" && role == "tool") {
+        message["tool_call_id"] = read_string(value, where + ".tool_call_id");
+        continue;
+      }
       bad_request(where + "." + key, fmt::format("'{}.{}' is not supported", where, key));
     }
     out.push_back(std::move(message));
@@ -168,14 +213,6 @@ int32_t read_chat_logprobs(const json& body) {
 }
 
 void refuse_unsupported_chat_fields(const json& body) {
-  if (const json* v = field(body, "tools")) {
-    if (!v->is_array()) bad_request("tools", "'tools': expected a list");
-    if (!v->empty()) bad_request("tools", "tool calling ('tools') is not supported");
-  }
-  if (const json* v = field(body, "tool_choice")) {
-    if (!v->is_string() || (*v != "none" && *v != "auto"))
-      bad_request("tool_choice", "tool calling ('tool_choice') is not supported; only \"none\" and \"auto\" pass");
-  }
   if (field(body, "functions")) bad_request("functions", "function calling ('functions') is not supported");
   if (field(body, "function_call")) bad_request("function_call", "function calling ('function_call') is not supported");
   if (const json* v = field(body, "parallel_tool_calls")) read_bool(*v, "parallel_tool_calls");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "sampling/sampling_params.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "server/reasoning_parser.h"
+#include "server/tool_call_parser.h"
 
 namespace fg {
 class GrammarCompiler;  // grammar/grammar_compiler.h
@@ -38,6 +41,10 @@ struct ModelContext {
   bool priority_scheduling = false;
   // The most top logprobs a request may ask for (--max-logprobs; at most kMaxLogprobs).
   int64_t max_logprobs = kMaxLogprobs;
+  // Tools and reasoning (--enable-auto-tool-choice, --tool-call-parser, --reasoning-parser).
+  bool enable_auto_tool_choice = false;
+  std::optional<ToolCallFormat> tool_call_parser;
+  std::optional<ReasoningParserKind> reasoning_parser;
 };
 
 }  // namespace fg::server

@@ -11,6 +11,7 @@
 
 #include "core/json/strict_json.h"
 #include "engine/request_json.h"
+#include "server/chat_tools.h"
 #include "server/completion_request.h"
 #include "server/ignored_fields.h"
 #include "server/openai_response.h"
@@ -221,11 +222,16 @@ ParsedRequest parse_openai_request(Endpoint endpoint, const json& body, const Mo
   }
 
   bool text_given = false;
+  std::optional<StructuredOutput> tool_constraint;
   if (chat) {
     refuse_unsupported_chat_fields(body);
     r.top_logprobs = read_chat_logprobs(body);
-    const ChatPromptOptions options = read_chat_prompt_options(body);
+    ChatPromptOptions options = read_chat_prompt_options(body);
+    ChatTools tools = read_chat_tools(body, options, model);
+    if (!tools.template_tools.is_null()) options.template_variables.emplace_back("tools", tools.template_tools);
     r.prompt = chat_prompt_tokens(body, model, options);
+    r.chat_output = std::move(tools.output);
+    tool_constraint = std::move(tools.constraint);
   } else {
     refuse_unsupported_completion_fields(body, r.n);
     r.top_logprobs = read_completion_logprobs(body);
@@ -249,6 +255,14 @@ ParsedRequest parse_openai_request(Endpoint endpoint, const json& body, const Mo
   if (!r.echo) r.echo_text.clear();
 
   read_spec(body, model, r);
+  if (tool_constraint) {
+    if (r.spec.structured_output)
+      bad_request("tool_choice", fmt::format("tool_choice \"required\" or a named function constrains the answer, and "
+                                             "so does '{}': give one of them",
+                                             r.spec.structured_output->source));
+    r.spec.structured_output = std::move(tool_constraint);
+  }
+  if (r.spec.structured_output) r.spec.structured_output_after = constraint_start_token(r.chat_output, model);
   check_fits(r, body, model);
   check_structured_output(r.spec, model);
   return r;

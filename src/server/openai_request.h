@@ -19,6 +19,7 @@
 
 #include "engine/engine.h"
 #include "server/api_error.h"
+#include "server/chat_output.h"
 #include "server/chat_request.h"
 #include "server/model_context.h"
 
@@ -48,6 +49,8 @@ struct ParsedRequest {
   // in each choice's first chunk (StreamFormatter). With logprobs, spec.prompt_logprobs is set too.
   bool echo = false;
   std::string echo_text;
+  // Chat: how the answer's text is read (reasoning, tool calls; server/chat_output.h).
+  ChatOutputOptions chat_output;
   // vLLM's request_id ("" when not given): the response id is "cmpl-" / "chatcmpl-" + it, unless
   // an X-Request-Id header names another (response_id()).
   std::string request_id;

@@ -62,17 +62,20 @@ ojson completion_response(const ResponseHeader& header, const std::vector<Choice
 }
 
 ojson chat_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
-                    const Usage& usage, const LogprobFormatter& format, const PromptReport& prompt) {
+                    const Usage& usage, const LogprobFormatter& format, const PromptReport& prompt,
+                    const ChatOutputOptions& output) {
   ojson list = ojson::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceOutput& c = choices[i];
     ojson logprobs = nullptr;
     LogprobFormatter::Cursor cursor = format.start();
     if (with_logprobs) logprobs = {{"content", format.chat_content(c.logprobs, cursor)}};
+    bool tool_calls = false;
+    ojson message = chat_message(c.text, output, tool_calls);
     list.push_back({{"index", i},
-                    {"message", {{"role", "assistant"}, {"content", c.text}}},
+                    {"message", std::move(message)},
                     {"logprobs", logprobs},
-                    {"finish_reason", finish_reason_json(c.finish_reason)},
+                    {"finish_reason", tool_calls ? ojson("tool_calls") : finish_reason_json(c.finish_reason)},
                     {"stop_reason", stop_reason_json(c.stop_reason)}});
   }
   ojson response = {{"id", header.id},       {"object", "chat.completion"}, {"created", header.created},

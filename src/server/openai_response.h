@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/request_output.h"
+#include "server/chat_output.h"
 #include "server/logprob_format.h"
 
 namespace fg::server {
@@ -55,8 +56,11 @@ struct PromptReport {
 // Completions report prompt logprobs in each choice, chat once, beside the choices (vLLM's shapes).
 ojson completion_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
                           const Usage& usage, const LogprobFormatter& format, const PromptReport& prompt = {});
+// `output`: how chat reads a choice's text (reasoning, tool calls; "tool_calls" finishes a choice
+// whose calls parsed).
 ojson chat_response(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, bool with_logprobs,
-                    const Usage& usage, const LogprobFormatter& format, const PromptReport& prompt = {});
+                    const Usage& usage, const LogprobFormatter& format, const PromptReport& prompt = {},
+                    const ChatOutputOptions& output = {});
 // Streamed chunks. `usage_null`: the chunk carries "usage": null (stream_options.include_usage).
 ojson completion_chunk(const ResponseHeader& header, int64_t index, const std::string& text, ojson logprobs,
                        FinishReason finish, const std::optional<std::variant<int32_t, std::string>>& stop_reason,

@@ -27,6 +27,8 @@ StreamFormatter::StreamFormatter(ResponseHeader header, const ParsedRequest& req
   echo_logprobs_ = request.echo && request.top_logprobs >= 0;
   if (echo_logprobs_) prompt_ = request.prompt;
   prompt_scored_.resize(static_cast<size_t>(request.n));
+  if (request.endpoint == Endpoint::kChatCompletions && !request.chat_output.plain())
+    chat_streams_.assign(static_cast<size_t>(request.n), ChatDeltaStream(request.chat_output));
 }
 
 std::string StreamFormatter::begin() {
@@ -73,9 +75,18 @@ std::string StreamFormatter::delta(int64_t index, const RequestOutput& output) {
     if (with_logprobs)
       logprobs = {{"content", format_.chat_content(output.logprobs, cursors_.at(static_cast<size_t>(index)))}};
     ojson delta = ojson::object();
-    if (!output.text.empty() || !output.finished) delta["content"] = output.text;
+    ojson finish_json = finish_reason_json(finish);
+    if (!chat_streams_.empty()) {
+      ChatDeltaStream& stream = chat_streams_.at(static_cast<size_t>(index));
+      delta = stream.feed(output.text, output.finished);
+      if (output.finished && stream.sent_tool_calls()) finish_json = "tool_calls";
+      if (delta.empty() && !output.finished) delta["content"] = "";  // a chunk per token, as vLLM sends
+    } else if (!output.text.empty() || !output.finished) {
+      delta["content"] = output.text;
+    }
     chunk = chat_chunk(header_, index, std::move(delta), std::move(logprobs), finish, output.stop_reason,
                        include_usage_);
+    chunk["choices"][0]["finish_reason"] = std::move(finish_json);
   }
   if (continuous_usage_) chunk["usage"] = usage_json({prompt_tokens_, output.num_generated_tokens});
   return sse_event(chunk);

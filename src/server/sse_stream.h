@@ -51,6 +51,8 @@ class StreamFormatter {
   bool echo_logprobs_ = false;
   std::vector<int32_t> prompt_;
   std::vector<std::vector<TokenLogprobs>> prompt_scored_;  // [n]
+  // Chat with a reasoning or tool-call parser: each choice's text through its parser.
+  std::vector<ChatDeltaStream> chat_streams_;  // [n], empty for plain text
   LogprobFormatter format_;
   std::vector<LogprobFormatter::Cursor> cursors_;  // [n] where each choice's logprobs stand
 };
