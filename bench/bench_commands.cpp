@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/grammar/grammar_command.h"
 #include "bench/latency/latency_command.h"
 #include "bench/serve/serve_command.h"
 
@@ -92,6 +93,7 @@ void add_bench_commands(CLI::App& app, const GpuBackendFactory& gpu) {
 #endif
   add_latency_command(*bench, gpu);
   add_serve_command(*bench);
+  add_grammar_command(*bench);
 }
 
 }  // namespace fg::bench

@@ -159,7 +159,7 @@ TEST_F(Protocol, EveryRefusalNamesItsField) {
       {CH, R"({"messages": [{"role": "user", "content": "x", "name": 3}]})", 400, "messages[0].name"},
       {CH, R"({"messages": [{"role": "user", "content": "x", "audio": {}}]})", 400, "messages[0].audio"},
       {CH, R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "function"}})", 400,
-       "tool_choice"},
+       "tool_choice.function"},
       {CH, R"({"messages": [{"role": "user", "content": "x"}], "function_call": "auto"})", 400, "function_call"},
       {CH, R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "text", "x": 1}})", 400,
        "response_format.x"},

@@ -19,6 +19,7 @@
 #include "bench/common/clock.h"
 #include "bench/common/number_list.h"
 #include "bench/common/stats.h"
+#include "bench/latency/constrained_requests.h"
 #include "core/progress_bar.h"
 #include "model/model_loader.h"
 #include "model/model_path.h"
@@ -31,6 +32,7 @@ namespace {
 
 struct BenchOptions {
   std::string model_dir, shape = "llama-3.2-1b", device = "cpu", attention = "auto", output_json;
+  std::string json_schema, tokenizer;  // every decode request constrained by this schema
   std::string batch_sizes = "1,8,64,256";
   int64_t context = 512, prefill_chunk = 256, steps = 20, warmup = 3, block_size = 16;
   int threads = 0;
@@ -65,13 +67,18 @@ struct Timing {
   Bucket bucket;
 };
 
-Timing time_step(ModelRunner& runner, const std::vector<ScheduledRequest>& step, const BenchOptions& o) {
+// `constrained`: the step's requests fill their masks before it and advance their grammars after
+// it, inside the timed span.
+Timing time_step(ModelRunner& runner, std::vector<ScheduledRequest> step, const BenchOptions& o,
+                 ConstrainedRequests* constrained = nullptr) {
   Timing t;
   for (int pass = 0; pass < 2; ++pass) {
     std::vector<double> samples;
     for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
       const double start = monotonic_seconds();
+      if (constrained) constrained->before(step);
       StepResult r = pass == 0 ? runner.execute_eager(step) : runner.execute(step);
+      if (constrained) constrained->after(r);
       const double s = monotonic_seconds() - start;
       if (i >= o.warmup) samples.push_back(s);
       if (pass == 1) {
@@ -162,10 +169,20 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
                     {"graph_ms", t.graph_ms}, {"replayed", t.replayed}, {"bucket_tokens", t.bucket.num_tokens},
                     {"bucket_reqs", t.bucket.num_reqs}});
   };
+  std::unique_ptr<ConstrainedRequests> constrained;
+  if (!o.json_schema.empty()) {
+    FG_CHECK(!o.tokenizer.empty(), "--json-schema needs --tokenizer (a folder with tokenizer.json)");
+    std::vector<int32_t> eos;
+    for (int64_t id : config.eos_token_ids) eos.push_back(static_cast<int32_t>(id));
+    constrained = std::make_unique<ConstrainedRequests>(o.tokenizer, o.json_schema, config.vocab_size, eos, max_batch);
+    fmt::print("structured outputs: grammar vocabulary {:.0f} ms; the schema ({} bytes) compiled in {:.1f} ms\n",
+               constrained->vocabulary_ms(), constrained->schema_bytes(), constrained->compile_ms());
+  }
   for (int64_t b : batches) {
     std::vector<ScheduledRequest> step;
     for (int64_t i = 0; i < b; ++i) step.push_back(reqs[i].chunk(1));
     report("decode", b, b, time_step(runner, step, o));
+    if (constrained) report("json", b, b, time_step(runner, step, o, constrained.get()));
     if (o.mixed) {
       BenchRequest& p = reqs.back();
       step.push_back(p.chunk(o.prefill_chunk));
@@ -198,6 +215,9 @@ void add_latency_command(CLI::App& bench, GpuBackendFactory gpu) {
   cmd->add_option("--warmup", o->warmup, "Untimed steps per row")->capture_default_str();
   cmd->add_option("--threads", o->threads, "CPU threads (0 = all)")->capture_default_str();
   cmd->add_option("--output-json", o->output_json, "Also write the rows as JSON");
+  cmd->add_option("--json-schema", o->json_schema,
+                  "Also time decode steps whose every request is constrained by this JSON schema (rows \"json\")");
+  cmd->add_option("--tokenizer", o->tokenizer, "The tokenizer of --json-schema's grammar: a folder with tokenizer.json");
   cmd->callback([o, gpu] { run_bench_latency(*o, gpu); });
 }
 

@@ -413,19 +413,20 @@ def bad_requests(server):
         (CH, {"messages": []}, 400, "messages"),
         (CH, {"messages": "hi"}, 400, "messages"),
         (CH, {"messages": [{"role": "wizard", "content": "x"}]}, 400, "messages[0].role"),
-        (CH, {"messages": [{"role": "tool", "content": "x"}]}, 400, "messages[0].role"),
+        (CH, {"messages": [{"role": "function", "content": "x"}]}, 400, "messages[0].role"),
         (CH, {"messages": [{"role": "user"}]}, 400, "messages[0].content"),
         (CH, {"messages": [{"role": "user", "content": 5}]}, 400, "messages[0].content"),
         (CH, {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}, 400,
          "messages[0].content[0].type"),
         (CH, {"messages": [{"role": "user", "content": "x", "tool_calls": [{}]}]}, 400, "messages[0].tool_calls"),
-        (CH, {"messages": ok_msg, "tools": [{"type": "function", "function": {"name": "f"}}]}, 400, "tools"),
+        # tools with tool_choice omitted mean "auto", which needs --enable-auto-tool-choice (vLLM's rule).
+        (CH, {"messages": ok_msg, "tools": [{"type": "function", "function": {"name": "f"}}]}, 400, "tool_choice"),
         (CH, {"messages": ok_msg, "tool_choice": "required"}, 400, "tool_choice"),
         (CH, {"messages": ok_msg, "functions": [{"name": "f"}]}, 400, "functions"),
-        # Constraints are read on both endpoints; this server has no grammar compiler wired. (On chat
-        # the missing chat template is reported first.)
-        (C, {"prompt": "hi", "response_format": {"type": "json_object"}}, 400, "response_format"),
-        (C, {"prompt": "hi", "guided_regex": "[a-z]+"}, 400, "guided_regex"),
+        # Constraints are served on both endpoints (structured outputs); bad ones name their field.
+        (C, {"prompt": "hi", "response_format": {"type": "json_object"}, "max_tokens": 4}, 200, None),
+        (C, {"prompt": "hi", "guided_regex": "[a-z]+", "max_tokens": 4}, 200, None),
+        (C, {"prompt": "hi", "guided_regex": "[a-"}, 400, "guided_regex"),
         (CH, {"messages": ok_msg, "top_logprobs": 3}, 400, "top_logprobs"),
         (CH, {"messages": ok_msg, "logprobs": True, "top_logprobs": 50}, 400, "top_logprobs"),
         (CH, {"messages": ok_msg, "prompt": "x"}, 400, "prompt"),
