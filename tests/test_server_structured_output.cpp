@@ -184,7 +184,8 @@ TEST_F(StructuredOutputs, MalformedFieldsAreRefusedByName) {
 }
 
 TEST_F(StructuredOutputs, ConstraintsThatDoNotCompileAreRefusedBeforeQueueing) {
-  const std::string huge(200000, 'z');
+  const std::string huge(50000, 'z');  // under kMaxConstraintBytes: the compiler sees it
+  const std::string too_big(200000, 'z');
   const struct {
     json fields;
     std::string param, says;
@@ -199,6 +200,7 @@ TEST_F(StructuredOutputs, ConstraintsThatDoNotCompileAreRefusedBeforeQueueing) {
       {{{"structured_outputs", {{"grammar", "root ::= missing"}}}}, "structured_outputs.grammar",
        "invalid EBNF grammar"},
       {{{"guided_grammar", "root ::= " + huge}}, "guided_grammar", "invalid EBNF grammar"},
+      {{{"guided_regex", too_big}}, "guided_regex", "at most 65536"},
   };
   for (const auto& c : cases) {
     const std::string message = expect_refused(c.fields, c.param);

@@ -3,15 +3,14 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "bench/common/clock.h"
 #include "bench/common/stats.h"
+#include "bench/latency/constrained_requests.h"
 #include "core/error.h"
 #include "grammar/grammar_compiler.h"
 #include "grammar/grammar_matcher.h"
@@ -40,15 +39,7 @@ std::vector<int32_t> allowed(const std::vector<int32_t>& row, int64_t vocab) {
 }
 
 void run_grammar_bench(const GrammarBenchOptions& o) {
-  std::ifstream in(o.json_schema);
-  FG_CHECK(in.good(), "--json-schema: cannot read {}", o.json_schema);
-  std::stringstream text;
-  text << in.rdbuf();
-  StructuredOutput schema;
-  schema.kind = StructuredOutputKind::kJsonSchema;
-  schema.text = text.str();
-  schema.source = "--json-schema";
-
+  const StructuredOutput schema = json_schema_file(o.json_schema);
   const Tokenizer tokenizer = Tokenizer::from_file(o.tokenizer + "/tokenizer.json");
   const int64_t vocab = o.vocab_size > 0 ? o.vocab_size : tokenizer.vocab_size();
   double start = monotonic_seconds();

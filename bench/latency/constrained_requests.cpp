@@ -11,17 +11,23 @@
 
 namespace fg::bench {
 
-ConstrainedRequests::ConstrainedRequests(const std::string& tokenizer_dir, const std::string& schema_path,
-                                         int64_t vocab_size, const std::vector<int32_t>& eos_token_ids,
-                                         int64_t count) {
-  std::ifstream in(schema_path);
-  FG_CHECK(in.good(), "--json-schema: cannot read {}", schema_path);
+StructuredOutput json_schema_file(const std::string& path) {
+  std::ifstream in(path);
+  FG_CHECK(in.good(), "--json-schema: cannot read {}", path);
   std::stringstream text;
   text << in.rdbuf();
   StructuredOutput schema;
   schema.kind = StructuredOutputKind::kJsonSchema;
   schema.text = text.str();
   schema.source = "--json-schema";
+  return schema;
+}
+
+ConstrainedRequests::ConstrainedRequests(const std::string& tokenizer_dir, const std::string& schema_path,
+                                         int64_t vocab_size, const std::vector<int32_t>& eos_token_ids,
+                                         int64_t count, int threads)
+    : filler_(threads) {
+  const StructuredOutput schema = json_schema_file(schema_path);
   schema_bytes_ = static_cast<int64_t>(schema.text.size());
 
   const Tokenizer tokenizer = Tokenizer::from_file(tokenizer_dir + "/tokenizer.json");

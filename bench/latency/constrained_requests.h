@@ -17,12 +17,15 @@
 
 namespace fg::bench {
 
+// The JSON schema in the file at `path`, as a constraint (fg::Error when it cannot be read).
+StructuredOutput json_schema_file(const std::string& path);
+
 class ConstrainedRequests {
  public:
   // `count` matchers of the schema in `schema_path` over the tokenizer in `tokenizer_dir`, for a
   // model of `vocab_size` logits whose generations end with `eos_token_ids`.
   ConstrainedRequests(const std::string& tokenizer_dir, const std::string& schema_path, int64_t vocab_size,
-                      const std::vector<int32_t>& eos_token_ids, int64_t count);
+                      const std::vector<int32_t>& eos_token_ids, int64_t count, int threads);
 
   double vocabulary_ms() const { return vocabulary_ms_; }  // building the grammar vocabulary
   double compile_ms() const { return compile_ms_; }        // compiling the schema, once
@@ -37,7 +40,7 @@ class ConstrainedRequests {
   std::unique_ptr<GrammarCompiler> compiler_;
   std::vector<GrammarMatcher> matchers_;
   std::vector<std::vector<int32_t>> masks_;
-  StepMaskFiller filler_{4};
+  StepMaskFiller filler_;
   double vocabulary_ms_ = 0, compile_ms_ = 0;
   int64_t schema_bytes_ = 0;
 };

@@ -33,6 +33,7 @@ namespace {
 struct BenchOptions {
   std::string model_dir, shape = "llama-3.2-1b", device = "cpu", attention = "auto", output_json;
   std::string json_schema, tokenizer;  // every decode request constrained by this schema
+  int grammar_threads = 1;             // the mask-filling pool (the engine's default)
   std::string batch_sizes = "1,8,64,256";
   int64_t context = 512, prefill_chunk = 256, steps = 20, warmup = 3, block_size = 16;
   int threads = 0;
@@ -174,7 +175,8 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
     FG_CHECK(!o.tokenizer.empty(), "--json-schema needs --tokenizer (a folder with tokenizer.json)");
     std::vector<int32_t> eos;
     for (int64_t id : config.eos_token_ids) eos.push_back(static_cast<int32_t>(id));
-    constrained = std::make_unique<ConstrainedRequests>(o.tokenizer, o.json_schema, config.vocab_size, eos, max_batch);
+    constrained = std::make_unique<ConstrainedRequests>(o.tokenizer, o.json_schema, config.vocab_size, eos, max_batch,
+                                                        o.grammar_threads);
     fmt::print("structured outputs: grammar vocabulary {:.0f} ms; the schema ({} bytes) compiled in {:.1f} ms\n",
                constrained->vocabulary_ms(), constrained->schema_bytes(), constrained->compile_ms());
   }
@@ -218,6 +220,8 @@ void add_latency_command(CLI::App& bench, GpuBackendFactory gpu) {
   cmd->add_option("--json-schema", o->json_schema,
                   "Also time decode steps whose every request is constrained by this JSON schema (rows \"json\")");
   cmd->add_option("--tokenizer", o->tokenizer, "The tokenizer of --json-schema's grammar: a folder with tokenizer.json");
+  cmd->add_option("--grammar-threads", o->grammar_threads, "Threads filling the masks of a step (the engine's default: 1)")
+      ->capture_default_str();
   cmd->callback([o, gpu] { run_bench_latency(*o, gpu); });
 }
 

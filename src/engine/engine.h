@@ -86,7 +86,10 @@ struct EngineOptions {
   // each one first to refuse a bad one; the engine's compile is a cache hit). Null: constrained
   // requests are refused. Must outlive the engine.
   GrammarCompiler* grammar = nullptr;
-  int grammar_threads = 4;  // the worker pool that fills a step's masks across requests
+  // The worker pool that fills a step's masks across requests. 1 (on the stepping thread) measured
+  // fastest at 64 requests of a large JSON schema, whose fill is ~2 us a row (bench/RESULTS.md);
+  // more threads pay when a grammar's fill costs more than waking them.
+  int grammar_threads = 1;
 };
 
 struct EngineStats {

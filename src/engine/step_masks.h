@@ -4,7 +4,8 @@
 // A request's next mask depends on the token its previous step sampled, so it cannot be computed
 // ahead of that step; what can run side by side are the requests of one step, each on its own
 // grammar matcher (matchers of distinct requests share nothing but their compiled grammar, which
-// they only read). A step with one constrained request fills it on the calling thread.
+// they only read). A step with one constrained request, or a pool of one thread, fills on the
+// calling thread.
 #pragma once
 
 #include <cstdint>

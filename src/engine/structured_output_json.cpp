@@ -164,6 +164,10 @@ std::optional<StructuredOutput> read_structured_output(const json& body) {
     bad(found[1].source, fmt::format("a request takes one output constraint, and both '{}' and '{}' give one",
                                      found[0].source, found[1].source));
   if (found.empty()) return std::nullopt;
+  if (found.front().text.size() > kMaxConstraintBytes)
+    bad(found.front().source, fmt::format("the constraint is {} bytes; at most {} are compiled (the compile time grows "
+                                          "with it: a 17 KB schema takes seconds)",
+                                          found.front().text.size(), kMaxConstraintBytes));
   return std::move(found.front());
 }
 

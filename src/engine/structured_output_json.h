@@ -17,6 +17,7 @@
 // the server compiles it before queueing the request (server/structured_output_request.h).
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -25,6 +26,10 @@
 #include "grammar/structured_output.h"
 
 namespace fg {
+
+// The largest constraint text (a schema's JSON, a regex, a grammar) a request may carry: compiling
+// runs before the request is queued, and its time grows with the text (bench/RESULTS.md).
+inline constexpr size_t kMaxConstraintBytes = 64 << 10;
 
 // The top-level field names read_structured_output() reads.
 const std::vector<std::string_view>& structured_output_field_names();

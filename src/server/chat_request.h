@@ -52,9 +52,10 @@ std::string cut_after_final_message(const std::string& rendered, const std::stri
 // Chat's logprobs: "logprobs": true, and "top_logprobs" (which needs it). -1: none.
 int32_t read_chat_logprobs(const nlohmann::json& body);
 
-// tools, tool_choice, functions, function_call, echo: their neutral values pass ([] tools,
-// "none"/"auto" tool_choice, false); anything else is a 400 naming the field. (response_format
-// is read with the other request fields: engine/structured_output_json.h.)
+// functions, function_call (the deprecated function calling) and echo: a 400 naming the field
+// unless absent (echo: false); parallel_tool_calls must be a bool. (tools and tool_choice are
+// read by chat_tools.h; response_format with the other request fields:
+// engine/structured_output_json.h.)
 void refuse_unsupported_chat_fields(const nlohmann::json& body);
 
 }  // namespace fg::server

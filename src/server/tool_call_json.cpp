@@ -5,42 +5,13 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/json/counting_iterator.h"
+
 namespace fg::server {
 
 namespace {
 
 using nlohmann::json;
-
-// A pointer into the text that counts its increments into `*read`: when a SAX callback runs, the
-// lexer has read through the last byte of what it reports (numbers: one byte further, when there
-// is one).
-class CountingIterator {
- public:
-  using iterator_category = std::input_iterator_tag;
-  using value_type = char;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const char*;
-  using reference = const char&;
-
-  CountingIterator(const char* at, size_t* read) : at_(at), read_(read) {}
-  reference operator*() const { return *at_; }
-  CountingIterator& operator++() {
-    ++at_;
-    ++*read_;
-    return *this;
-  }
-  CountingIterator operator++(int) {
-    CountingIterator before = *this;
-    ++*this;
-    return before;
-  }
-  bool operator==(const CountingIterator& other) const { return at_ == other.at_; }
-  bool operator!=(const CountingIterator& other) const { return at_ != other.at_; }
-
- private:
-  const char* at_;
-  size_t* read_;
-};
 
 std::string dump_string(const std::string& s) {
   return json(s).dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);

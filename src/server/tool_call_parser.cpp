@@ -89,6 +89,17 @@ void ToolCallStream::fail() {
   state_ = State::kPassThrough;
 }
 
+bool ToolCallStream::open_call(std::string_view text, size_t at) {
+  if (text[at] != '{') {
+    fail();
+    return true;
+  }
+  call_start_ = pos_ = at;
+  state_ = State::kCall;
+  scanned_size_ = 0;
+  return true;
+}
+
 bool ToolCallStream::step(ToolStreamDelta& out, bool at_end) {
   const std::string_view text = text_;
   // The first byte that is not whitespace from pos_ on, or npos.
@@ -147,14 +158,7 @@ bool ToolCallStream::step(ToolStreamDelta& out, bool at_end) {
         state_ = State::kBetween;
         return true;
       }
-      if (text[at] != '{') {
-        fail();
-        return true;
-      }
-      call_start_ = pos_ = at;
-      state_ = State::kCall;
-      scanned_size_ = 0;
-      return true;
+      return open_call(text, at);
     }
 
     case State::kBlockLead: {  // hermes, after <tool_call>
@@ -163,14 +167,7 @@ bool ToolCallStream::step(ToolStreamDelta& out, bool at_end) {
         if (at_end) fail();
         return at_end;
       }
-      if (text[at] != '{') {
-        fail();
-        return true;
-      }
-      call_start_ = pos_ = at;
-      state_ = State::kCall;
-      scanned_size_ = 0;
-      return true;
+      return open_call(text, at);
     }
 
     case State::kCall:
@@ -237,14 +234,7 @@ bool ToolCallStream::step(ToolStreamDelta& out, bool at_end) {
         if (at_end && format_ == ToolCallFormat::kRequired) fail();
         return at_end && failed_;
       }
-      if (text[at] != '{') {
-        fail();
-        return true;
-      }
-      call_start_ = pos_ = at;
-      state_ = State::kCall;
-      scanned_size_ = 0;
-      return true;
+      return open_call(text, at);
     }
 
     case State::kDone: {

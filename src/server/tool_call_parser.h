@@ -119,6 +119,8 @@ class ToolCallStream {
   // kCall: scans the call's text and sends what it fixes; as step().
   bool scan(ToolStreamDelta& out, bool at_end);
   void fail();
+  // A call's object opens at text[at] ('{'), or the text is not calls (fail()). As step().
+  bool open_call(std::string_view text, size_t at);
 
   ToolCallFormat format_;
   ToolCallOptions options_;

@@ -23,6 +23,17 @@ def check(cond, what):
     return cond
 
 
+def model_folder(tmp, e2e, tokenizer):
+    """A checkpoint folder in `tmp`: the e2e model's files plus a fixture tokenizer's, as symlinks."""
+    path = os.path.join(tmp, e2e)
+    os.makedirs(path)
+    for name in ("config.json", "generation_config.json", "model.safetensors"):
+        os.symlink(os.path.join(TESTDATA, "e2e", e2e, name), os.path.join(path, name))
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        os.symlink(os.path.join(TESTDATA, "tokenizers", tokenizer, name), os.path.join(path, name))
+    return path
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -52,6 +63,16 @@ class Server:
             except ValueError:
                 data = None
             return resp.status, data, dict(resp.getheaders())
+        finally:
+            conn.close()
+
+    def request_raw(self, method, path, body):
+        """(status, the raw body, the response's headers) for a body sent as given."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            return resp.status, resp.read(), dict(resp.getheaders())
         finally:
             conn.close()
 

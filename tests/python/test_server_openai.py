@@ -34,22 +34,11 @@ import time
 
 import openai
 
-from serve_process import BINARY, TESTDATA, check, failures, free_port
+from serve_process import BINARY, TESTDATA, check, failures, free_port, model_folder
 MODEL_OPTS = ["--rope-inv-freq-bf16"]
 LLAMA_NAME = "tiny-llama2"
 QWEN_NAMES = ["tiny-qwen3", "qwen-alias"]
 API_KEY = "sk-test-key"
-
-def model_folder(tmp, e2e, tokenizer):
-    """A checkpoint folder: the e2e model's files plus the tokenizer's, as symlinks."""
-    path = os.path.join(tmp, e2e)
-    os.makedirs(path)
-    for name in ("config.json", "generation_config.json", "model.safetensors"):
-        os.symlink(os.path.join(TESTDATA, "e2e", e2e, name), os.path.join(path, name))
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        os.symlink(os.path.join(TESTDATA, "tokenizers", tokenizer, name), os.path.join(path, name))
-    return path
-
 
 def offline(model, lines, tmp, name):
     """`fullgraph generate --prompts`: one result dict per line."""

@@ -13,7 +13,9 @@ e2e fixture models (random weights: only the grammar makes their calls parse):
 - --reasoning-parser qwen3: a required call with chat_template_kwargs {"enable_thinking": false}
   is constrained from the first token; with thinking on, the text before </think> (none, from a
   random model) would be reasoning_content.
-- Bad tools and tool choices are 400s naming the field, and the server stays healthy.
+- Bad tools, tool choices and constraints (a ~1 MB schema, a regex that does not compile, a grammar
+  with an undefined rule, a dangling $ref, an empty choice list, a body nested 10,000 deep) are 400s
+  naming the field, and the server stays healthy.
 """
 import json
 import os
@@ -24,7 +26,7 @@ import httpx
 import jsonschema
 import openai
 
-from serve_process import TESTDATA, Server, check, failures
+from serve_process import Server, check, failures, model_folder
 
 TOOLS = [
     {"type": "function", "function": {
@@ -46,16 +48,6 @@ LLAMA_TEMPLATE = (
     "{% if m.tool_calls %}{% for c in m.tool_calls %}{{ {'name': c.function.name, 'parameters': c.function.arguments}"
     " | tojson }}{% endfor %}{% else %}{{ m.content }}{% endif %}\n{% endfor %}"
     "{% if add_generation_prompt %}assistant: {% endif %}")
-
-
-def model_folder(tmp, e2e, tokenizer):
-    path = os.path.join(tmp, e2e)
-    os.makedirs(path)
-    for name in ("config.json", "generation_config.json", "model.safetensors"):
-        os.symlink(os.path.join(TESTDATA, "e2e", e2e, name), os.path.join(path, name))
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        os.symlink(os.path.join(TESTDATA, "tokenizers", tokenizer, name), os.path.join(path, name))
-    return path
 
 
 def client_of(server):
@@ -149,11 +141,32 @@ def bad_tool_requests(server, model):
          "messages[0].tool_calls[0].function.arguments"),
         ({"tools": TOOLS, "tool_choice": "required", "response_format": {"type": "json_object"}}, "tool_choice"),
     ]
+    huge = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(40000)}}  # ~1 MB
+    deep = {"type": "object"}
+    for _ in range(25):  # each level two JSON objects deep: 50 + the request's own, within the body's limit (64)
+        deep = {"type": "object", "properties": {"x": deep}}
+    bad += [
+        ({"response_format": {"type": "json_schema", "json_schema": {"name": "h", "schema": huge}}},
+         "response_format.json_schema.schema"),
+        ({"structured_outputs": {"regex": "(a" * 2000}}, "structured_outputs.regex"),
+        ({"structured_outputs": {"grammar": 'root ::= undefined_rule'}}, "structured_outputs.grammar"),
+        ({"guided_json": {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}}, "guided_json"),
+        ({"guided_choice": []}, "guided_choice"),
+        ({"response_format": {"type": "json_schema", "json_schema": {"name": "d", "schema": deep}}, "max_tokens": 2},
+         None),
+    ]
     for fields, param in bad:
         body = dict({"model": model, "messages": MESSAGES, "max_tokens": 4}, **fields)
         status, reply, _ = server.request("POST", "/v1/chat/completions", body)
+        if param is None:  # served: a deep but small schema compiles
+            check(status == 200, f"{model} deep schema: {status} {str(reply)[:200]}")
+            continue
         got = (reply or {}).get("error", {}).get("param")
         check(status == 400 and got == param, f"{model} {json.dumps(fields)[:120]}: {status} param {got}, want {param}")
+    # A body nested 10,000 deep is refused by the JSON reader before any field is read.
+    nested = '{"messages": [{"role": "user", "content": "x"}], "guided_json": ' + '{"a": ' * 10000 + "1" + "}" * 10001
+    status, reply, _ = server.request_raw("POST", "/v1/chat/completions", nested.encode())
+    check(status == 400 and b"deep" in reply, f"{model}: a 10,000-deep body: {status} {reply[:200]!r}")
     check(server.request("GET", "/health")[0] == 200, f"{model}: unhealthy after bad requests")
 
 

@@ -16,6 +16,7 @@
 #include <iterator>
 
 #include "core/error.h"
+#include "core/json/counting_iterator.h"
 #include "core/utf8.h"
 
 namespace fg {
@@ -23,35 +24,6 @@ namespace fg {
 namespace {
 
 using nlohmann::json;
-
-// A pointer into the text that counts its increments into `*read`.
-class CountingIterator {
- public:
-  using iterator_category = std::input_iterator_tag;
-  using value_type = char;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const char*;
-  using reference = const char&;
-
-  CountingIterator(const char* at, size_t* read) : at_(at), read_(read) {}
-  reference operator*() const { return *at_; }
-  CountingIterator& operator++() {
-    ++at_;
-    ++*read_;
-    return *this;
-  }
-  CountingIterator operator++(int) {
-    CountingIterator before = *this;
-    ++*this;
-    return before;
-  }
-  bool operator==(const CountingIterator& other) const { return at_ == other.at_; }
-  bool operator!=(const CountingIterator& other) const { return at_ != other.at_; }
-
- private:
-  const char* at_;
-  size_t* read_;
-};
 
 // "file: not valid JSON" or "file: header is not valid JSON".
 std::string not_valid(const JsonSource& source) {
