@@ -10,6 +10,7 @@
 #include "server/generation_job.h"
 #include "server/model_endpoints.h"
 #include "server/sse_stream.h"
+#include "server/structured_output_request.h"
 #include "server/tokenize_endpoints.h"
 
 namespace fg::server {
@@ -148,7 +149,37 @@ void ApiServer::metrics(HttpExchange& exchange) const {
 // Errors thrown here (ApiError, or anything else as a 500) are answered by the HTTP layer.
 void ApiServer::generate(Endpoint endpoint, const std::shared_ptr<HttpExchange>& exchange) {
   const Ready& r = require_ready();
-  const ParsedRequest parsed = parse_openai_request(endpoint, parse_json_body(exchange->request().body), r.context);
+  ParsedRequest parsed =
+      parse_openai_request(endpoint, parse_json_body(exchange->request().body), r.context, /*compile=*/false);
+  if (!parsed.spec.structured_output) {
+    start_generation(endpoint, exchange, parsed);
+    return;
+  }
+  // The constraint compiles on the background worker, off this I/O thread; the exchange's wake
+  // brings the request back here (its strand) to be refused or started.
+  struct Pending {
+    ParsedRequest parsed;
+    std::exception_ptr error;
+  };
+  auto pending = std::make_shared<Pending>(Pending{std::move(parsed), nullptr});
+  exchange->on_wake([this, endpoint, exchange, pending] {
+    exchange->on_wake(nullptr);
+    if (pending->error) std::rethrow_exception(pending->error);
+    start_generation(endpoint, exchange, pending->parsed);
+  });
+  compiler_.post([&r, exchange, pending] {
+    try {
+      check_structured_output(pending->parsed.spec, r.context);
+    } catch (...) {
+      pending->error = std::current_exception();
+    }
+    exchange->wake();
+  });
+}
+
+void ApiServer::start_generation(Endpoint endpoint, const std::shared_ptr<HttpExchange>& exchange,
+                                 const ParsedRequest& parsed) {
+  const Ready& r = require_ready();
   EngineService& service = *r.service;
   const int64_t capacity = r.model.max_num_seqs + options_.max_queued_requests;
   if (!service.try_admit(parsed.n, capacity))

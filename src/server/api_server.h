@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "server/background_worker.h"
 #include "server/engine_service.h"
 #include "server/logprob_format.h"
 #include "server/http_server.h"
@@ -83,12 +84,17 @@ class ApiServer {
   void detokenize(HttpExchange& exchange) const;
   void metrics(HttpExchange& exchange) const;
   void generate(Endpoint endpoint, const std::shared_ptr<HttpExchange>& exchange);
+  // A parsed request whose constraint (if any) compiled: admitted, submitted and answered.
+  void start_generation(Endpoint endpoint, const std::shared_ptr<HttpExchange>& exchange, const ParsedRequest& parsed);
 
   ApiServerOptions options_;
   int64_t started_at_ = 0;  // Unix seconds, the "created" of /v1/models
   ServerMetrics metrics_;
   std::unique_ptr<Ready> ready_owner_;
   std::atomic<const Ready*> ready_{nullptr};
+  // Compiles requests' constraints off the I/O threads. Last: it goes first, with the tasks that
+  // read the Ready state.
+  BackgroundWorker compiler_;
   mutable std::mutex mutex_;  // failed_
   std::optional<std::string> failed_;
 };

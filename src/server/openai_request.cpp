@@ -206,7 +206,7 @@ json parse_json_body(std::string_view body) {
   return std::move(document.value);
 }
 
-ParsedRequest parse_openai_request(Endpoint endpoint, const json& body, const ModelContext& model) {
+ParsedRequest parse_openai_request(Endpoint endpoint, const json& body, const ModelContext& model, bool compile) {
   if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
   ParsedRequest r;
   r.endpoint = endpoint;
@@ -264,7 +264,7 @@ ParsedRequest parse_openai_request(Endpoint endpoint, const json& body, const Mo
   }
   if (r.spec.structured_output) r.spec.structured_output_after = constraint_start_token(r.chat_output, model);
   check_fits(r, body, model);
-  check_structured_output(r.spec, model);
+  if (compile) check_structured_output(r.spec, model);
   return r;
 }
 

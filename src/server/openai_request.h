@@ -69,7 +69,10 @@ void truncate_prompt(const nlohmann::json& body, const ModelContext& model, std:
 
 // Validates `body` for `endpoint` and builds the request. Throws ApiError: 404 (code
 // "model_not_found") for a model that is not served, 400 naming the field for everything else.
-ParsedRequest parse_openai_request(Endpoint endpoint, const nlohmann::json& body, const ModelContext& model);
+// `compile`: also compile its output constraint (check_structured_output); the server does that
+// apart, off its I/O threads.
+ParsedRequest parse_openai_request(Endpoint endpoint, const nlohmann::json& body, const ModelContext& model,
+                                   bool compile = true);
 
 // The response id, as vLLM makes it: the endpoint's prefix ("cmpl-" or "chatcmpl-") and the
 // request's id — the X-Request-Id header's value when there is one, else the body's request_id,

@@ -13,6 +13,8 @@ e2e fixture models (random weights: only the grammar makes their calls parse):
 - --reasoning-parser qwen3: a required call with chat_template_kwargs {"enable_thinking": false}
   is constrained from the first token; with thinking on, the text before </think> (none, from a
   random model) would be reasoning_content.
+- A large schema compiles off the I/O threads: with one I/O thread, /health answers at once while
+  the schema compiles.
 - Bad tools, tool choices and constraints (a ~1 MB schema, a regex that does not compile, a grammar
   with an undefined rule, a dangling $ref, an empty choice list, a body nested 10,000 deep) are 400s
   naming the field, and the server stays healthy.
@@ -170,6 +172,43 @@ def bad_tool_requests(server, model):
     check(server.request("GET", "/health")[0] == 200, f"{model}: unhealthy after bad requests")
 
 
+def compile_off_io_thread(tmp, folder):
+    """With --http-threads 1, a request whose schema takes seconds to compile leaves the I/O thread
+    free: /health, asked meanwhile, answers at once."""
+    import threading  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+    schema_path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "grammar", "large_schema.json")
+    with open(schema_path) as f:
+        schema = json.load(f)
+    server = Server([folder, "--served-model-name", "qwen", "--http-threads", "1", "--rope-inv-freq-bf16"], tmp)
+    try:
+        server.wait_ready()
+        done = {}
+
+        def constrained():
+            start = time.time()
+            done["status"] = server.request("POST", "/v1/completions", {
+                "model": "qwen", "prompt": "x", "max_tokens": 1,
+                "response_format": {"type": "json_schema", "json_schema": {"name": "big", "schema": schema}}})[0]
+            done["seconds"], done["end"] = time.time() - start, time.time()
+        worker = threading.Thread(target=constrained)
+        worker.start()
+        time.sleep(0.3)
+        start = time.time()
+        health = server.request("GET", "/health")[0]
+        health_s, health_end = time.time() - start, time.time()
+        worker.join()
+        check(health == 200 and done.get("status") == 200, f"compile off the I/O thread: {health} {done}")
+        if done["seconds"] > 1.5:
+            check(health_s < 0.5 and health_end < done["end"],
+                  f"/health took {health_s:.2f} s while a {done['seconds']:.1f} s compile ran")
+        else:
+            print(f"note: the schema compiled in {done['seconds']:.2f} s, too fast to tell", flush=True)
+        print(f"/health in {health_s * 1e3:.0f} ms during a {done['seconds']:.1f} s constrained request", flush=True)
+    finally:
+        check(server.stop() == 0, "compile server: exit status")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         qwen = model_folder(tmp, "tiny-qwen3tok", "qwen3")
@@ -195,6 +234,7 @@ def main():
                 print(f"{model} checked", flush=True)
             finally:
                 check(server.stop() == 0, f"{model}: exit status")
+        compile_off_io_thread(tmp, qwen)
     print(f"{len(failures)} failures")
     sys.exit(1 if failures else 0)
 
