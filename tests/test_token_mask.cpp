@@ -201,15 +201,20 @@ TEST_P(RunnerTokenMask, MaskedStepFollowsTheDefinition) {
   expect_masked_step_follows_the_definition(rng);
 }
 
-// Decode steps of 3 requests (a bucket of 4: one padded row), each constraining the requests its
-// case lists; the mask bytes each step copies.
-TEST_P(RunnerTokenMask, AStepWithoutConstrainedRequestsCopiesNoMaskBytes) {
+// Up to 8 requests in buckets of 4 and 8, in checked mode.
+RunnerOptions checked_options() {
   RunnerOptions options;
   options.max_num_tokens = 64;
   options.max_num_seqs = 8;
   options.capture_sizes = {4, 8};
   options.check_graph_inputs = true;
-  start_cpu_runner(GetParam(), options, 512);
+  return options;
+}
+
+// Decode steps of 3 requests (a bucket of 4: one padded row), each constraining the requests its
+// case lists; the mask bytes each step copies.
+TEST_P(RunnerTokenMask, AStepWithoutConstrainedRequestsCopiesNoMaskBytes) {
+  start_cpu_runner(GetParam(), checked_options(), 512);
   std::mt19937 rng(3);
   std::vector<test::TestRequest> requests;
   for (int i = 0; i < 3; ++i) requests.push_back(request(rng, 12 + 5 * i, 2, 1, test::mixed_params(rng)));
@@ -254,12 +259,7 @@ TEST_P(RunnerTokenMask, AStepWithoutConstrainedRequestsCopiesNoMaskBytes) {
 // that is not all ones, and a mask that allows no token, are refused by field, row and word. A
 // mask of the wrong width is refused naming the request, and the runner goes on.
 TEST_P(RunnerTokenMask, CheckedModeRefusesAWrongFillOfTheMaskBuffer) {
-  RunnerOptions options;
-  options.max_num_tokens = 64;
-  options.max_num_seqs = 8;
-  options.capture_sizes = {4, 8};
-  options.check_graph_inputs = true;
-  start_cpu_runner(GetParam(), options, 512);
+  start_cpu_runner(GetParam(), checked_options(), 512);
   std::mt19937 rng(8);
   std::vector<test::TestRequest> requests;
   for (int i = 0; i < 3; ++i) requests.push_back(request(rng, 10 + 3 * i, 1, 1, SamplingParams{}));

@@ -16,15 +16,22 @@ import sys
 import tempfile
 import time
 
-if importlib.util.find_spec("torch") is None:
-    stub = tempfile.mkdtemp()
-    os.makedirs(os.path.join(stub, "torch"))
-    with open(os.path.join(stub, "torch", "__init__.py"), "w") as f:
+
+def allow_import_without_torch():
+    """Where PyTorch is not installed, puts on sys.path a `torch` module that only satisfies
+    xgrammar's import of it: its compiler, all this script times, never calls into PyTorch."""
+    if importlib.util.find_spec("torch") is not None:
+        return
+    folder = tempfile.mkdtemp()
+    os.makedirs(os.path.join(folder, "torch"))
+    with open(os.path.join(folder, "torch", "__init__.py"), "w") as f:
         f.write("class _Any:\n    def __getattr__(self, name): return _Any()\n    def __call__(self, *a, **k): return _Any()\n"
                 "Tensor = type('Tensor', (), {})\nint32 = bool_ = float32 = _Any()\n"
                 "def __getattr__(name): return _Any()\n")
-    sys.path.insert(0, stub)
+    sys.path.insert(0, folder)
 
+
+allow_import_without_torch()
 import xgrammar as xgr  # noqa: E402
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 
