@@ -6,16 +6,21 @@
 
 #include <gtest/gtest.h>
 
+#include <gmock/gmock.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runner/model_runner.h"
 #include "runner_test_support.h"
+#include "test_support.h"
 #include "sampling/cpu_logprobs.h"
 #include "sampling/sampling_math.h"
 #include "token_mask_support.h"
@@ -200,6 +205,52 @@ class RunnerSamplingTest : public RunnerTest<Param> {
     s.result = this->runner_->execute(s.chunks);
     s.penalized = copy_logits(*this->model_, n);
     return s;
+  }
+
+  // Masks written by the executor's fill_masks, as the engine gives them (StepExecutor::execute),
+  // 20 ms into the step: until then the rows allow token 0 alone, so a step that read them before
+  // the fill would sample it. The step's ids, logprobs and logits equal those of the same step with
+  // its masks in place from the start, bit for bit. A fill that fails ends the step with its error
+  // (a GPU step that waits for the masks is released, not left waiting), and the next step, masks
+  // in place, is again the same.
+  void expect_late_masks_equal_masks_in_place(std::mt19937& rng) {
+    std::vector<TestRequest> requests = raw_logits_requests(rng, 0.0f);
+    const int64_t V = this->vocab(), n = static_cast<int64_t>(requests.size());
+    std::vector<std::vector<int32_t>> masks(requests.size()), rows(requests.size());
+    for (int i : {0, 3, 5}) masks[static_cast<size_t>(i)] = random_token_mask(rng, V, i == 5 ? 3 : V / 8);
+    std::vector<ScheduledRequest> chunks;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      chunks.push_back(this->next_chunk(requests[i], 1));
+      rows[i] = masks[i];
+      chunks[i].token_mask = rows[i];
+    }
+    const auto same_as = [&](const StepResult& a, const StepResult& b, const std::vector<float>& a_logits,
+                             const std::string& what) {
+      EXPECT_EQ(a.sampled, b.sampled) << what;
+      expect_same_logprobs(a.logprobs, b.logprobs, what);
+      const std::vector<float> logits = copy_logits(*this->model_, n);
+      EXPECT_EQ(std::memcmp(a_logits.data(), logits.data(), logits.size() * 4), 0) << what << ": logits differ";
+    };
+    const StepResult in_place = this->runner_->execute(chunks);
+    const std::vector<float> in_place_logits = copy_logits(*this->model_, n);
+    for (size_t i = 0; i < masks.size(); ++i) {
+      if (masks[i].empty()) continue;
+      EXPECT_TRUE(mask_allows(masks[i], in_place.sampled[i])) << "request " << i;
+      std::fill(rows[i].begin(), rows[i].end(), 0);  // the same storage: the span still points at it
+      rows[i][0] = 1;
+    }
+    int fills = 0;
+    const StepResult late = this->runner_->execute(chunks, [&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      for (size_t i = 0; i < masks.size(); ++i) std::copy(masks[i].begin(), masks[i].end(), rows[i].begin());
+      ++fills;
+    });
+    EXPECT_EQ(fills, 1);
+    same_as(in_place, late, in_place_logits, "masks filled late");
+    EXPECT_THAT(error_of([&] { this->runner_->execute(chunks, [] { fail("the grammar failed"); }); }),
+                ::testing::HasSubstr("the grammar failed"));
+    const StepResult again = this->runner_->execute(chunks);
+    same_as(in_place, again, in_place_logits, "the step after a failed fill");
   }
 
   // The token mask through the runner (sampling_params.h, item 0), on the six raw-logits requests:

@@ -13,10 +13,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/thread_pool.h"
 #include "runner/token_mask.h"
 #include "runner_sampling_support.h"
@@ -95,6 +97,33 @@ TEST(TokenMaskOp, RefusesAMaskOfTheWrongWidth) {
                                      Tensor(mask.data(), DType::kI32, {2, 3}), nullptr);
               }),
               HasSubstr("apply_token_mask: token_mask must be I32 [rows, 2] (ceil(64 / 32) words a row), got [2, 3]"));
+}
+
+// upload_token_mask on the CPU copies exactly the flagged rows, counts the publication it waited
+// for, and refuses to run before the host published (there, ops run as they are called: a step
+// that found no publication would otherwise apply stale rows).
+TEST(TokenMaskUpload, CopiesFlaggedRowsOncePublished) {
+  CpuBackend cpu(1);
+  constexpr int64_t kRows = 4, kWords = 3;
+  std::vector<int32_t> device(kRows * kWords, -1), mirror(kRows * kWords);
+  std::iota(mirror.begin(), mirror.end(), 100);
+  std::vector<int32_t> changed = {0, 1, 0, 1};
+  uint32_t published = 0;
+  std::vector<int32_t> state(1 + kRows, 0);
+  int32_t& waited = state[0];
+  TokenMaskUpload upload{mirror.data(), changed.data(), &published, Tensor(state.data(), DType::kI32, {1 + kRows})};
+  const Tensor mask(device.data(), DType::kI32, {kRows, kWords});
+  EXPECT_THAT(error_of([&] { cpu.upload_token_mask(mask, upload); }),
+              HasSubstr("the step expects publication 1 of its mask rows and finds 0"));
+  EXPECT_EQ(waited, 0);
+  published = 1;
+  cpu.upload_token_mask(mask, upload);
+  EXPECT_EQ(waited, 1);
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int64_t w = 0; w < kWords; ++w)
+      EXPECT_EQ(device[r * kWords + w], changed[r] ? mirror[r * kWords + w] : -1) << "row " << r << " word " << w;
+  EXPECT_THAT(error_of([&] { cpu.upload_token_mask(mask, upload); }),
+              HasSubstr("the step expects publication 2 of its mask rows and finds 1"));
 }
 
 // The mask, then the sampler: every token drawn is allowed (at several temperatures and filters,
@@ -199,6 +228,18 @@ TEST_P(RunnerTokenMask, MaskedStepFollowsTheDefinition) {
   start_cpu_runner(GetParam(), options, 2048);
   std::mt19937 rng(13);
   expect_masked_step_follows_the_definition(rng);
+}
+
+// Masks given by fill_masks (the engine's way) equal masks in place; on the CPU the runner fills
+// before the step, which runs as it is launched.
+TEST_P(RunnerTokenMask, MasksFilledByTheExecutorEqualMasksInPlace) {
+  RunnerOptions options;
+  options.max_num_tokens = 128;
+  options.max_num_seqs = 8;
+  options.capture_sizes = {8};
+  start_cpu_runner(GetParam(), options, 2048);
+  std::mt19937 rng(29);
+  expect_late_masks_equal_masks_in_place(rng);
 }
 
 // Up to 8 requests in buckets of 4 and 8, in checked mode.

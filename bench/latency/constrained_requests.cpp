@@ -40,27 +40,41 @@ ConstrainedRequests::ConstrainedRequests(const std::string& tokenizer_dir, const
   compile_ms_ = (monotonic_seconds() - start) * 1e3;
   for (int64_t i = 0; i < count; ++i) matchers_.emplace_back(compiled);
   masks_.resize(static_cast<size_t>(count));
+  pending_.assign(static_cast<size_t>(count), -1);
 }
 
-void ConstrainedRequests::before(std::vector<ScheduledRequest>& step) {
+std::function<void()> ConstrainedRequests::before(std::vector<ScheduledRequest>& step) {
   FG_CHECK(step.size() <= matchers_.size(), "bench latency: {} requests, {} matchers", step.size(), matchers_.size());
-  std::vector<GrammarMatcher*> matchers;
-  std::vector<std::vector<int32_t>*> rows;
+  std::vector<MaskFill> fills;
   for (size_t i = 0; i < step.size(); ++i) {
-    matchers.push_back(&matchers_[i]);
-    rows.push_back(&masks_[i]);
+    masks_[i].resize(static_cast<size_t>(bitmask_words(matchers_[i].vocab_size())));
+    step[i].token_mask = masks_[i];
+    fills.push_back({&matchers_[i], &pending_[i], &masks_[i]});
   }
-  filler_.fill(matchers, rows);
-  for (size_t i = 0; i < step.size(); ++i) step[i].token_mask = masks_[i];
+  return [this, fills = std::move(fills)] {
+    const double start = monotonic_seconds();
+    filler_.fill(fills);
+    times_.fill_ms += (monotonic_seconds() - start) * 1e3;
+  };
 }
 
 void ConstrainedRequests::after(const StepResult& result) {
+  // As the engine does: a stop token ends the document (the matcher starts over), any other
+  // token the matcher takes in the next fill.
+  const double start = monotonic_seconds();
   for (size_t i = 0; i < result.sampled.size() && i < matchers_.size(); ++i) {
-    GrammarMatcher& m = matchers_[i];
-    FG_CHECK(m.accept_token(result.sampled[i]), "bench latency: request {} sampled {} outside its mask", i,
-             result.sampled[i]);
-    if (m.is_terminated()) m.reset();
+    const int32_t token = result.sampled[i];
+    const auto word = static_cast<size_t>(token >> 5);
+    FG_CHECK(token >= 0 && word < masks_[i].size() && ((static_cast<uint32_t>(masks_[i][word]) >> (token & 31)) & 1u),
+             "bench latency: request {} sampled {} outside its mask", i, token);
+    if (matchers_[i].is_stop_token(token)) {
+      matchers_[i].reset();
+    } else {
+      pending_[i] = token;
+    }
   }
+  times_.accept_ms += (monotonic_seconds() - start) * 1e3;
+  ++times_.steps;
 }
 
 }  // namespace fg::bench

@@ -204,6 +204,15 @@ class Backend {
   // some token of [0, V), every token it does not allow becomes -inf; a row that allows none is left
   // as it is. An all-ones row (unconstrained, padded) is read and left as it is.
   virtual void apply_token_mask(const Tensor& logits, const Tensor& mask) = 0;
+  // Before apply_token_mask, on mask I32 [rows, words]: waits until the host has published one
+  // more time than steps have waited (*upload.published reaches waited + 1), counts the wait in
+  // upload.waited, then copies every row r with changed[r] != 0 from the mirror into mask. A
+  // backend that runs ops as they are called (the CPU) requires the publication to be there
+  // already and fails otherwise; a GPU waits for it, and gives up with a device trap after
+  // seconds (a host that never publishes is a bug, and a hang would hide it).
+  virtual void upload_token_mask(const Tensor& mask, const TokenMaskUpload& upload) = 0;
+  // True when ops run later on a device, so that the host may work while a launched step runs.
+  virtual bool runs_behind_host() const { return false; }
   // Item 4 on the RAW logits F32 [m, V], before apply_penalties: for rows with num_logprobs >= 0,
   // out.logit_max, out.mass and the top min(num_logprobs, V) of out.top_ids / out.top_logprobs.
   virtual void raw_logprobs(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out) = 0;

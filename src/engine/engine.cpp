@@ -11,6 +11,16 @@
 
 namespace fg {
 
+namespace {
+
+// Bit `token` of a mask row (false outside it).
+bool mask_allows(const std::vector<int32_t>& row, int32_t token) {
+  const auto word = static_cast<size_t>(token >> 5);
+  return token >= 0 && word < row.size() && ((static_cast<uint32_t>(row[word]) >> (token & 31)) & 1u) != 0;
+}
+
+}  // namespace
+
 struct Engine::Request {
   SchedRequest sched;  // tokens = prompt + generated
   SamplingParams sampling;
@@ -19,9 +29,13 @@ struct Engine::Request {
   std::vector<TokenLogprobs> prompt_logprobs_out;  // scored so far; delivered with the first delta
   bool prompt_logprobs_sent = false;
   RequestOutputProcessor output;
-  // A structured-output request: its place in the grammar, and the mask of its next token.
+  // A structured-output request: its place in the grammar, and the mask of its last sampled token
+  // (until the next fill rewrites it).
   std::unique_ptr<GrammarMatcher> matcher;
   int32_t grammar_after = -1;  // the matcher starts after this token (RequestSpec::structured_output_after)
+  // The token its last step sampled under the mask, which the matcher takes at the start of the
+  // next fill, while the next step's forward runs, rather than here between steps (-1: none).
+  int32_t grammar_pending = -1;
   std::vector<int32_t> mask;
   std::function<void(const RequestOutput&)> on_output;
   bool finished = false;
@@ -180,19 +194,22 @@ RequestOutput Engine::delta_of(const Request& request) const {
 RequestOutput Engine::accept_token(Request& request, int32_t token, const TokenLogprobs* logprobs) {
   request.sched.tokens.push_back(token);
   ++stats_.generated_tokens;
-  // A constrained request ends when its grammar is complete (an EOS accepted, even under
-  // ignore_eos or before min_tokens: nothing may follow). A token its grammar refuses can only come
-  // from a mask that allowed nothing (the sampler then leaves the row unmasked): the request ends
-  // with "abort" rather than continue outside its grammar.
+  // A constrained request ends when its grammar is complete (an EOS its mask allowed, even under
+  // ignore_eos or before min_tokens: nothing may follow). A token its mask does not allow can only
+  // come from a mask that allowed nothing (the sampler then leaves the row unmasked): the request
+  // ends with "abort" rather than continue outside its grammar. Any other token the mask allowed
+  // the matcher takes (masks are exact) at the next fill, off the path between steps.
   std::optional<FinishReason> end_with;
   if (request.matcher && request.grammar_after >= 0) {
     if (token == request.grammar_after) request.grammar_after = -1;  // the grammar starts with the next token
   } else if (request.matcher) {
-    if (!request.matcher->accept_token(token)) {
+    if (!mask_allows(request.mask, token)) {
       log::warning("request {}: its grammar refuses the sampled token {}; ending it", request.sched.id, token);
       end_with = FinishReason::kAbort;
-    } else if (request.matcher->is_terminated()) {
+    } else if (request.matcher->is_stop_token(token)) {
       end_with = FinishReason::kStop;
+    } else {
+      request.grammar_pending = token;
     }
   }
   OutputDelta delta = request.output.push(token, logprobs, end_with);
@@ -253,9 +270,9 @@ bool Engine::step() {
     }
   }
 
-  fill_masks(in_flight, constrained, scheduled);
+  const std::function<void()> fill_masks = mask_filler(in_flight, constrained, scheduled);
   score_prompts(plan, in_flight, block_ids);
-  const StepResult result = executor_.execute(scheduled);
+  const StepResult result = executor_.execute(scheduled, fill_masks);
   FG_CHECK(result.sampled.size() == scheduled.size(), "engine: the step returned {} tokens for {} requests",
            result.sampled.size(), scheduled.size());
 
@@ -283,18 +300,20 @@ bool Engine::step() {
   return true;
 }
 
-void Engine::fill_masks(const std::vector<std::shared_ptr<Request>>& in_flight, const std::vector<size_t>& constrained,
-                        std::vector<ScheduledRequest>& scheduled) {
-  if (constrained.empty()) return;
-  // The matchers are the stepping thread's: cancel() never touches them.
-  std::vector<GrammarMatcher*> matchers;
-  std::vector<std::vector<int32_t>*> rows;
+std::function<void()> Engine::mask_filler(const std::vector<std::shared_ptr<Request>>& in_flight,
+                                          const std::vector<size_t>& constrained,
+                                          std::vector<ScheduledRequest>& scheduled) {
+  if (constrained.empty()) return {};
+  // The matchers are the stepping thread's: cancel() never touches them, and the executor calls
+  // the filler on this thread.
+  std::vector<MaskFill> fills;
   for (const size_t i : constrained) {
-    matchers.push_back(in_flight[i]->matcher.get());
-    rows.push_back(&in_flight[i]->mask);
+    Request& request = *in_flight[i];
+    request.mask.resize(static_cast<size_t>(bitmask_words(request.matcher->vocab_size())));
+    scheduled[i].token_mask = request.mask;
+    fills.push_back({request.matcher.get(), &request.grammar_pending, &request.mask});
   }
-  masks_->fill(matchers, rows);
-  for (const size_t i : constrained) scheduled[i].token_mask = in_flight[i]->mask;
+  return [this, fills = std::move(fills)] { masks_->fill(fills); };
 }
 
 void Engine::score_prompts(const SchedulerOutput& plan, const std::vector<std::shared_ptr<Request>>& in_flight,

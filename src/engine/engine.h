@@ -148,10 +148,12 @@ class Engine {
   // that asked (StepExecutor::prompt_logprobs), outside the lock.
   void score_prompts(const SchedulerOutput& plan, const std::vector<std::shared_ptr<Request>>& in_flight,
                      const std::vector<std::vector<int32_t>>& block_ids);
-  // Before a step: the masks of the chunks in `constrained` (indices into the step), from their
-  // requests' grammar matchers, on the worker pool; points their ScheduledRequest at them.
-  void fill_masks(const std::vector<std::shared_ptr<Request>>& in_flight, const std::vector<size_t>& constrained,
-                  std::vector<ScheduledRequest>& scheduled);
+  // For a step: points the ScheduledRequest of each chunk in `constrained` (indices into the step)
+  // at its request's mask row, sized, and returns what fills those rows from the requests' grammar
+  // matchers (on the worker pool), for the executor to call while the step's forward runs; empty
+  // when no chunk is constrained.
+  std::function<void()> mask_filler(const std::vector<std::shared_ptr<Request>>& in_flight,
+                                    const std::vector<size_t>& constrained, std::vector<ScheduledRequest>& scheduled);
   // Throws naming the token: ids outside the vocabulary, non-finite or out-of-range biases, repeats.
   void validate_logit_bias(const std::vector<std::pair<int32_t, float>>& bias) const;
   // Appends the sampled token to a request whose step reached the end of its tokens; returns the

@@ -56,6 +56,11 @@ void GrammarMatcher::fill_next_token_bitmask(int32_t* row) {
 
 bool GrammarMatcher::is_terminated() const { return impl_->matcher.IsTerminated(); }
 
+bool GrammarMatcher::is_stop_token(int32_t id) const {
+  const GrammarTokenFacts& tokens = impl_->grammar->tokens();
+  return id >= 0 && id < tokens.vocab_size && tokens.is_stop[static_cast<size_t>(id)];
+}
+
 void GrammarMatcher::rollback(int num_tokens) {
   FG_CHECK(num_tokens >= 0 && num_tokens <= impl_->accepted,
            "grammar matcher: cannot roll back {} tokens; {} were accepted", num_tokens, impl_->accepted);

@@ -40,6 +40,8 @@ class GrammarMatcher {
 
   // Whether an EOS id has been accepted (the output is complete).
   bool is_terminated() const;
+  // Whether `id` is one of the EOS ids: where a mask allows it, accepting it terminates the matcher.
+  bool is_stop_token(int32_t id) const;
 
   // Undoes the last `num_tokens` accepted tokens (at most the number accepted since the start or
   // the last reset), the EOS included. Cheap: xgrammar keeps each token's state.

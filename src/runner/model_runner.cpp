@@ -6,6 +6,7 @@
 #include "core/log.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -54,6 +55,11 @@ ModelRunner::ModelRunner(LlamaModel& model, const KvCache& kv, RunnerOptions opt
   mask_mirror_ = backend_.allocate_staging(static_cast<size_t>(S * W) * 4);
   std::fill_n(mask_mirror_.tensor.as<int32_t>(), S * W, int32_t{-1});
   backend_.copy_from_host(mask_.tensor, mask_mirror_.tensor.data);
+  mask_signal_ = backend_.allocate_staging(static_cast<size_t>(1 + S) * 4);
+  std::fill_n(mask_signal_.tensor.as<int32_t>(), 1 + S, int32_t{0});
+  mask_waited_ = backend_.allocate(DType::kI32, {1 + S});
+  const std::vector<int32_t> zeros(static_cast<size_t>(1 + S), 0);
+  backend_.copy_from_host(mask_waited_.tensor, zeros.data());
   backend_.synchronize();
   mask_rows_ = TokenMaskRows(S, W);
 }
@@ -99,38 +105,64 @@ void ModelRunner::log_once(const std::string& reason) {
 }
 
 StagedStep ModelRunner::upload(const std::vector<ScheduledRequest>& requests, const StepLayout& layout,
-                               bool padded_graph_step) {
+                               bool padded_graph_step, bool with_masks) {
   void* staging = staging_.tensor.data;
   const StagedStep staged =
       stage_step(requests, layout, backend_.attention_contract(), kv_.block_size, staging, &penalty_builder_);
   if (padded_graph_step && staging_hook_) staging_hook_(layout, staging);
-  // The mask rows this step constrains, and those the last one did (now all ones), copied before
-  // checked mode reads the mirror: a refused step leaves mirror and device alike.
-  int32_t* mirror = mask_mirror_.tensor.as<int32_t>();
-  const std::vector<TokenMaskRows::Run> runs = mask_rows_.stage(requests, mirror);
-  if (padded_graph_step && mask_staging_hook_) mask_staging_hook_(layout, mirror);
-  const int64_t W = mask_rows_.words();
-  for (const TokenMaskRows::Run& run : runs) {
-    backend_.copy_from_host(mask_.tensor.rows(run.first, run.count), mirror + run.first * W);
-    stats_.mask_bytes_copied += run.count * W * 4;
-    ++stats_.mask_copies;
-  }
+  if (with_masks) stage_masks(requests, layout, padded_graph_step);
   if (options_.check_graph_inputs && !requests.empty()) {
+    FG_CHECK(with_masks, "runner: checked mode checks the masks with the step, so they must be staged with it");
     const StepShape shape = step_shape(requests);
-    TokenMaskCheck mask{mirror, {}};
+    TokenMaskCheck mask{mask_mirror_.tensor.as<int32_t>(), {}};
     for (int64_t r = 0; r < shape.num_reqs; ++r) mask.constrained.push_back(mask_rows_.constrained(r));
     try {
       check_step_inputs(layout, staging, shape.num_tokens, shape.num_reqs, shape.uniform_decode,
                         backend_.attention_contract(), limits_, &mask);
     } catch (...) {
-      backend_.synchronize();  // the mask copies read the mirror, which the next step rewrites
-      mask_rows_.forget();     // and it rewrites every row, whatever a staging hook changed
+      mask_rows_.forget();  // the mirror changed and the device did not: the next step rewrites every row
       throw;
     }
   }
+  if (with_masks) publish_masks();
   // One copy: the fixed fields and the penalty entries in use (the lists come last).
   backend_.copy_from_host(arena_.tensor.rows(0, static_cast<int64_t>(staged.copy_bytes / 4)), staging);
   return staged;
+}
+
+void ModelRunner::stage_masks(const std::vector<ScheduledRequest>& requests, const StepLayout& layout,
+                              bool padded_graph_step) {
+  int32_t* mirror = mask_mirror_.tensor.as<int32_t>();
+  const std::vector<TokenMaskRows::Run> runs = mask_rows_.stage(requests, mirror);
+  if (padded_graph_step && mask_staging_hook_) mask_staging_hook_(layout, mirror);
+  int32_t* changed = mask_signal_.tensor.as<int32_t>() + 1;
+  std::fill_n(changed, mask_rows_.rows(), int32_t{0});
+  for (const TokenMaskRows::Run& run : runs) {
+    std::fill_n(changed + run.first, run.count, int32_t{1});
+    stats_.mask_bytes_copied += run.count * mask_rows_.words() * 4;
+    ++stats_.mask_copies;
+  }
+}
+
+void ModelRunner::publish_masks() {
+  // Release: the rows and flags written before are visible to whoever sees the new count.
+  std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(mask_signal_.tensor.data))
+      .store(++mask_published_, std::memory_order_release);
+}
+
+void ModelRunner::publish_masks_late(const std::vector<ScheduledRequest>& requests, const StepLayout& layout,
+                                     bool padded_graph_step, const std::function<void()>& fill_masks) {
+  try {
+    if (fill_masks) fill_masks();
+    stage_masks(requests, layout, padded_graph_step);
+  } catch (...) {
+    std::fill_n(mask_signal_.tensor.as<int32_t>() + 1, mask_rows_.rows(), int32_t{0});
+    publish_masks();
+    backend_.synchronize();
+    mask_rows_.forget();
+    throw;
+  }
+  publish_masks();
 }
 
 void ModelRunner::enqueue_step(const StepLayout& layout, int64_t uniform_query_len) {
@@ -144,6 +176,12 @@ void ModelRunner::enqueue_step(const StepLayout& layout, int64_t uniform_query_l
   // sampling is of the biased and penalized ones: the statistics and the top n first, then the
   // logit biases and penalties in place (keeping each entry's raw value), then the draw, then the
   // sampled token's raw logprob from the kept values. See sampling_params.h.
+  TokenMaskUpload upload;
+  upload.mirror = mask_mirror_.tensor.as<const int32_t>();
+  upload.changed = mask_signal_.tensor.as<const int32_t>() + 1;
+  upload.published = static_cast<const uint32_t*>(mask_signal_.tensor.data);
+  upload.waited = mask_waited_.tensor;
+  backend_.upload_token_mask(mask_.tensor, upload);
   backend_.apply_token_mask(logits, views.token_mask);
   const SamplingTensors& params = views.sampling;
   PenaltyTensors& penalties = views.penalties;
@@ -222,7 +260,8 @@ int64_t ModelRunner::eager_uniform_query_len(const StepShape& shape) const {
   return buckets_.decodes_as_uniform(shape.num_reqs, options_.prefer_uniform_decode) ? 1 : 0;
 }
 
-StepResult ModelRunner::execute(const std::vector<ScheduledRequest>& requests) {
+StepResult ModelRunner::execute(const std::vector<ScheduledRequest>& requests,
+                                const std::function<void()>& fill_masks) {
   const StepShape shape = step_shape(requests);
   FG_CHECK(shape.num_reqs >= 1, "runner: a step needs at least one request");
   FG_CHECK(shape.num_tokens <= options_.max_num_tokens && shape.num_reqs <= options_.max_num_seqs,
@@ -232,11 +271,14 @@ StepResult ModelRunner::execute(const std::vector<ScheduledRequest>& requests) {
   const std::string refusal = graph_refusal(shape, &bucket);
   if (!refusal.empty()) {
     log_once(refusal);
-    return execute_eager(requests);
+    return execute_eager(requests, fill_masks);
   }
   Captured& captured = graphs_.at({bucket.num_tokens, bucket.num_reqs, bucket.uniform_decode});
-  const StagedStep staged = upload(requests, captured.layout, /*padded_graph_step=*/true);
+  const bool late = masks_after_launch();
+  if (!late && fill_masks) fill_masks();
+  const StagedStep staged = upload(requests, captured.layout, /*padded_graph_step=*/true, /*with_masks=*/!late);
   captured.graph->replay();
+  if (late) publish_masks_late(requests, captured.layout, /*padded_graph_step=*/true, fill_masks);
   ++stats_.graph_steps;
   StepResult result = read_results(requests, staged);
   result.replayed = true;
@@ -244,15 +286,19 @@ StepResult ModelRunner::execute(const std::vector<ScheduledRequest>& requests) {
   return result;
 }
 
-StepResult ModelRunner::execute_eager(const std::vector<ScheduledRequest>& requests) {
+StepResult ModelRunner::execute_eager(const std::vector<ScheduledRequest>& requests,
+                                      const std::function<void()>& fill_masks) {
   const StepShape shape = step_shape(requests);
   FG_CHECK(shape.num_reqs >= 1 && shape.num_tokens <= options_.max_num_tokens &&
                shape.num_reqs <= options_.max_num_seqs,
            "runner: a step of {} tokens over {} requests does not fit the limits ({}, {})", shape.num_tokens,
            shape.num_reqs, options_.max_num_tokens, options_.max_num_seqs);
   const StepLayout layout = layout_for(shape.num_tokens, shape.num_reqs);
-  const StagedStep staged = upload(requests, layout, /*padded_graph_step=*/false);
+  const bool late = masks_after_launch();
+  if (!late && fill_masks) fill_masks();
+  const StagedStep staged = upload(requests, layout, /*padded_graph_step=*/false, /*with_masks=*/!late);
   enqueue_step(layout, eager_uniform_query_len(shape));
+  if (late) publish_masks_late(requests, layout, /*padded_graph_step=*/false, fill_masks);
   ++stats_.eager_steps;
   StepResult result = read_results(requests, staged);
   result.replayed = false;
@@ -278,7 +324,7 @@ void ModelRunner::capture_graphs(const std::function<void(size_t, size_t)>& on_p
     // Warm-up: one eager run of the bucket over an all-padding step (it writes no KV), so that
     // lazily loaded kernels and library handles exist before capture.
     const int64_t uniform_query_len = b.uniform_decode ? 1 : 0;
-    upload({}, captured.layout, false);
+    upload({}, captured.layout, false, /*with_masks=*/true);
     enqueue_step(captured.layout, uniform_query_len);
     backend_.synchronize();
     backend_.begin_capture();

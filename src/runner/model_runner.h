@@ -65,10 +65,14 @@ class ModelRunner final : public StepExecutor {
   // `on_progress(captured, total)` follows each graph.
   void capture_graphs(const std::function<void(size_t, size_t)>& on_progress = {});
 
-  // One step: graph replay when a captured bucket holds it, eager otherwise.
-  StepResult execute(const std::vector<ScheduledRequest>& requests) override;
+  // One step: graph replay when a captured bucket holds it, eager otherwise. With `fill_masks`,
+  // the token masks are filled while the step's forward runs where the backend runs behind the
+  // host and checked mode is off (StepExecutor::execute); before the step otherwise.
+  StepResult execute(const std::vector<ScheduledRequest>& requests) override { return execute(requests, {}); }
+  StepResult execute(const std::vector<ScheduledRequest>& requests, const std::function<void()>& fill_masks) override;
   // The same step unpadded, launch by launch with the real sizes: the reference for graph == eager.
-  StepResult execute_eager(const std::vector<ScheduledRequest>& requests);
+  StepResult execute_eager(const std::vector<ScheduledRequest>& requests,
+                           const std::function<void()>& fill_masks = {});
   // StepExecutor::prompt_logprobs, eagerly, in passes of at most max_num_seqs tokens (the model's
   // logits rows); prompt_logprobs.cpp.
   std::vector<TokenLogprobs> prompt_logprobs(std::span<const int32_t> tokens, int64_t first, int64_t last,
@@ -102,9 +106,21 @@ class ModelRunner final : public StepExecutor {
 
   // The layout of a step padded to (num_tokens, num_reqs).
   StepLayout layout_for(int64_t num_tokens, int64_t num_reqs) const;
-  // Stages `requests` with `layout`, copies their mask rows to the mask buffer, checks them when
-  // asked, copies them to the device arena.
-  StagedStep upload(const std::vector<ScheduledRequest>& requests, const StepLayout& layout, bool padded_graph_step);
+  // Stages `requests` with `layout`, checks them when asked, copies them to the device arena. With
+  // `with_masks`, their mask rows too, checked with them and published before the step runs.
+  StagedStep upload(const std::vector<ScheduledRequest>& requests, const StepLayout& layout, bool padded_graph_step,
+                    bool with_masks);
+  // Writes the step's mask rows into the mirror and flags the rows the device must rewrite.
+  void stage_masks(const std::vector<ScheduledRequest>& requests, const StepLayout& layout, bool padded_graph_step);
+  // Tells the step that waits in upload_token_mask that the flagged rows are final.
+  void publish_masks();
+  // After the step was launched: fills and publishes its masks. When the fill fails, the step is
+  // still given a publication (one that copies nothing), so that it ends rather than waits, and
+  // the next step rewrites every row.
+  void publish_masks_late(const std::vector<ScheduledRequest>& requests, const StepLayout& layout,
+                          bool padded_graph_step, const std::function<void()>& fill_masks);
+  // Fill the masks after the launch (true) or before it.
+  bool masks_after_launch() const { return backend_.runs_behind_host() && !options_.check_graph_inputs; }
   // The ops of one step over the arena laid out by `layout`: forward, raw logprobs, penalties,
   // sampling, the sampled token's logprob. uniform_query_len as in AttentionMetadata.
   void enqueue_step(const StepLayout& layout, int64_t uniform_query_len);
@@ -147,6 +163,11 @@ class ModelRunner final : public StepExecutor {
   // The token-mask buffer (runner/token_mask.h), W = ceil(V / 32): all ones but constrained rows.
   Allocation mask_;          // device: I32 [S, W], one address for every graph
   Allocation mask_mirror_;   // host (pinned on GPUs): I32 [S * W], the same bytes
+  // The host's publication of a step's rows (TokenMaskUpload), pinned on GPUs: I32 [1 + S], word 0
+  // the publications so far, then the changed flags of the S rows.
+  Allocation mask_signal_;
+  Allocation mask_waited_;  // device: I32 [1 + S], the publications steps waited for, then the backend's
+  uint32_t mask_published_ = 0;
   TokenMaskRows mask_rows_{0, 1};
   PenaltyListBuilder penalty_builder_;
   std::map<std::tuple<int64_t, int64_t, bool>, Captured> graphs_;

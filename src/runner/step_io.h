@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
 #include <utility>
@@ -32,7 +33,8 @@ struct ScheduledRequest {
   // The request's token bitmask for this step (sampling_params.h, item 0): ceil(V / 32) words,
   // token t allowed when bit t % 32 of word t / 32 is set (xgrammar's layout); V = the model's
   // vocabulary (logits columns). Empty: unconstrained. Staged into the runner's persistent mask
-  // buffer (runner/token_mask.h), never into the one staged block.
+  // buffer (runner/token_mask.h), never into the one staged block. Its words may be written until
+  // the executor's fill_masks returns (StepExecutor::execute), never after.
   std::span<const int32_t> token_mask;
   // Logits for every query token, not only the last: for reference runs that read the model's
   // logits at every position (upload_step); a sampled step takes one row per request.
@@ -66,6 +68,14 @@ class StepExecutor {
  public:
   virtual ~StepExecutor() = default;
   virtual StepResult execute(const std::vector<ScheduledRequest>& requests) = 0;
+  // The same step, whose constrained requests' token_mask words `fill_masks` writes (the spans are
+  // sized already). The executor calls it once, as late as it can: after it launched the step where
+  // the device runs behind the host, so that the masks are computed while the forward runs, and
+  // before it launches the step otherwise.
+  virtual StepResult execute(const std::vector<ScheduledRequest>& requests, const std::function<void()>& fill_masks) {
+    if (fill_masks) fill_masks();
+    return execute(requests);
+  }
   // vLLM's prompt_logprobs: entry i is the raw logprob of tokens[first + 1 + i] given the tokens
   // before it, with the top k (sampling_params.h, item 4), for i in [0, last - first). An eager pass
   // over tokens [first, last), whose KV lands in `block_ids` (the request's), where the step that

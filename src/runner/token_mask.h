@@ -5,17 +5,22 @@
 // vocabulary), persistent at one address that every graph reads, and outside the one staged block:
 // copying it every step would cost megabytes. Instead it keeps an invariant:
 //
-//   after a step's copies, row r of the device buffer holds the mask of the step's request r when
-//   that request is constrained, and all ones otherwise (other real rows, padded rows, rows past
-//   the step).
+//   after a step's upload op, row r of the device buffer holds the mask of the step's request r
+//   when that request is constrained, and all ones otherwise (other real rows, padded rows, rows
+//   past the step).
 //
 // A pinned host mirror holds the same bytes. A step writes into the mirror the masks of its
 // constrained rows and all ones into the rows the previous step constrained and this one does not,
-// then copies exactly those rows (one copy per run of consecutive such rows). So a step whose
-// requests are unconstrained, after a step whose requests were too, copies no mask bytes; a step
-// copies at most its constrained rows plus the previous step's. The copies are made before checked
-// mode looks at the mirror, so that a refused step cannot leave the mirror and the device apart;
-// after a refusal the runner calls forget(), and the next step rewrites every row.
+// and flags exactly those rows; the step's own upload op (Backend::upload_token_mask, inside the
+// graph, just before the mask is applied) copies the flagged rows. So a step whose requests are
+// unconstrained, after a step whose requests were too, copies no mask bytes; a step copies at most
+// its constrained rows plus the previous step's.
+//
+// When the rows are written depends on the backend (ModelRunner::execute): on a GPU, after the
+// step was launched, while its forward runs — the host then publishes them and the upload op waits
+// for that publication — and before the launch where ops run as they are called (the CPU) or in
+// checked mode, which reads the mirror before the step runs. After a step refused by checked mode
+// or a mask fill that failed, the runner calls forget(), and the next step rewrites every row.
 #pragma once
 
 #include <algorithm>

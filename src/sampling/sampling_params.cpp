@@ -238,4 +238,16 @@ void check_token_mask_args(const Tensor& logits, const Tensor& mask, Device devi
            mask.shape_string());
 }
 
+void check_token_mask_upload_args(const Tensor& mask, const TokenMaskUpload& upload, Device device) {
+  constexpr const char* op = "upload_token_mask";
+  FG_CHECK(mask.dtype == DType::kI32 && mask.rank == 2 && mask.device == device,
+           "{}: the mask must be I32 [rows, words] on the backend's device, got {} {}", op, dtype_name(mask.dtype),
+           mask.shape_string());
+  FG_CHECK(upload.mirror && upload.changed && upload.published, "{}: mirror, changed and published must be set", op);
+  FG_CHECK(upload.waited.dtype == DType::kI32 && upload.waited.numel() == 1 + mask.dim(0) &&
+               upload.waited.device == device,
+           "{}: waited must be I32 [1 + {}] on the backend's device, got {} {}", op, mask.dim(0),
+           dtype_name(upload.waited.dtype), upload.waited.shape_string());
+}
+
 }  // namespace fg

@@ -279,6 +279,22 @@ void check_sampled_logprob_args(const Tensor& logits, const Tensor& ids, const S
 // And for apply_token_mask: logits F32 [m, V]; mask I32 [>= m, token_mask_words(V)]; both on `device`.
 void check_token_mask_args(const Tensor& logits, const Tensor& mask, Device device);
 
+// Where a step's token-mask rows come from (runner/token_mask.h): host memory the device can read
+// (pinned on GPUs). The host publishes a step's rows after it launched the step, while the forward
+// runs, and the step waits for them just before it applies the mask.
+struct TokenMaskUpload {
+  const int32_t* mirror = nullptr;      // [rows, words]: the rows as the device buffer must hold them
+  const int32_t* changed = nullptr;     // [rows]: nonzero where the device row must be rewritten
+  const uint32_t* published = nullptr;  // publications so far; the host writes it last (release)
+  // I32 [1 + rows] of the backend: word 0 the publications steps waited for (a u32 count), the
+  // rest the backend's (a GPU keeps the step's flags there, read once from the host).
+  Tensor waited;
+};
+
+// And for upload_token_mask: mask I32 [rows, words] on `device`; mirror, changed and published
+// set; waited I32 [1 + rows] on `device`.
+void check_token_mask_upload_args(const Tensor& mask, const TokenMaskUpload& upload, Device device);
+
 // The words of a token mask over a vocabulary of `vocab` tokens: ceil(vocab / 32).
 constexpr int64_t token_mask_words(int64_t vocab) { return (vocab + 31) / 32; }
 

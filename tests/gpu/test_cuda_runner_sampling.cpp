@@ -77,6 +77,19 @@ TEST_P(CudaRunnerSampling, MaskedStepFollowsTheDefinition) {
   expect_masked_step_follows_the_definition(rng);
 }
 
+// Without checked mode the runner fills the masks while the forward runs and the graph waits for
+// them before it applies them (model_runner.h): the late fill equals the masks in place.
+TEST_P(CudaRunnerSampling, MasksFilledWhileTheForwardRunsEqualMasksInPlace) {
+  FG_REQUIRE_GPU();
+  RunnerOptions options;
+  options.max_num_tokens = 128;
+  options.max_num_seqs = 8;
+  options.capture_sizes = {8};
+  build(options, 512);
+  std::mt19937 rng(29);
+  expect_late_masks_equal_masks_in_place(rng);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaRunnerSampling, ::testing::ValuesIn(test::fixture_models()),
                          [](const auto& info) { return test::fixture_test_name(info.param); });
 

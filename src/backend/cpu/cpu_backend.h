@@ -81,6 +81,9 @@ class CpuBackend final : public Backend {
   void apply_token_mask(const Tensor& logits, const Tensor& mask) override {
     dispatch([=, this] { apply_token_mask_now(logits, mask); });
   }
+  void upload_token_mask(const Tensor& mask, const TokenMaskUpload& upload) override {
+    dispatch([=, this] { upload_token_mask_now(mask, upload); });
+  }
   void raw_logprobs(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out) override {
     dispatch([=, this] { raw_logprobs_now(logits, params, out); });
   }
@@ -111,6 +114,7 @@ class CpuBackend final : public Backend {
   void gather_rows_now(const Tensor& x, const Tensor& indices, const Tensor& out);
   void sample_now(const Tensor& logits, const SamplingTensors& params, const Tensor& out_ids);
   void apply_token_mask_now(const Tensor& logits, const Tensor& mask);
+  void upload_token_mask_now(const Tensor& mask, const TokenMaskUpload& upload);
   void raw_logprobs_now(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out);
   void apply_penalties_now(const Tensor& logits, const SamplingTensors& params, const PenaltyTensors& penalties);
   void sampled_logprobs_now(const Tensor& logits, const Tensor& ids, const SamplingTensors& params,

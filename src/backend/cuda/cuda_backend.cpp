@@ -60,6 +60,11 @@ CudaBackend::CudaBackend(int device, std::unique_ptr<AttentionBackend> attention
     : device_(device), attention_(std::move(attention)) {
   FG_CUDA_CHECK(cudaSetDevice(device_));
   FG_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
+  // Kernels read pinned host memory at its host address (upload_token_mask): unified addressing.
+  int unified = 0;
+  FG_CUDA_CHECK(cudaDeviceGetAttribute(&unified, cudaDevAttrUnifiedAddressing, device_));
+  FG_CHECK(unified != 0, "cuda backend: device {} lacks unified addressing, which the token-mask upload needs",
+           device_);
   // A blocking stream (not cudaStreamNonBlocking): work that setup code or tests put on the legacy
   // default stream (cudaMemset, cudaMemcpy) stays ordered before this backend's kernels.
   FG_CUDA_CHECK(cudaStreamCreate(&stream_));

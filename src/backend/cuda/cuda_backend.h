@@ -151,6 +151,8 @@ class CudaBackend final : public Backend {
   // The token mask, penalties and logprobs (token_mask_kernels.h, penalty_kernels.h,
   // logprob_kernels.h; cuda_sampling_ops.cpp): bit-identical to the CPU reference ops.
   void apply_token_mask(const Tensor& logits, const Tensor& mask) override;
+  void upload_token_mask(const Tensor& mask, const TokenMaskUpload& upload) override;
+  bool runs_behind_host() const override { return true; }
   void raw_logprobs(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out) override;
   void apply_penalties(const Tensor& logits, const SamplingTensors& params,
                        const PenaltyTensors& penalties) override;

@@ -23,6 +23,22 @@ void CudaBackend::apply_token_mask(const Tensor& logits, const Tensor& mask) {
   cuda::launch_apply_token_mask(a, stream_);
 }
 
+void CudaBackend::upload_token_mask(const Tensor& mask, const TokenMaskUpload& upload) {
+  check_token_mask_upload_args(mask, upload, Device::kCuda);
+  // The host pointers are pinned (allocate_staging) and, under unified addressing (checked when
+  // the backend starts), the device reads them at the same addresses.
+  cuda::TokenMaskUploadKernelArgs a;
+  a.mask = mask.as<int32_t>();
+  a.mirror = upload.mirror;
+  a.changed = upload.changed;
+  a.published = upload.published;
+  a.waited = reinterpret_cast<uint32_t*>(upload.waited.as<int32_t>());
+  a.changed_on_device = upload.waited.as<int32_t>() + 1;
+  a.rows = mask.dim(0);
+  a.words = mask.dim(1);
+  cuda::launch_upload_token_mask(a, stream_);
+}
+
 void CudaBackend::raw_logprobs(const Tensor& logits, const SamplingTensors& params, const LogprobTensors& out) {
   check_raw_logprob_args(logits, params, out, Device::kCuda);
   cuda::RawLogprobKernelArgs a;
