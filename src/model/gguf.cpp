@@ -9,10 +9,6 @@
 // Two rules are stricter than ggml's: a bool must be 0 or 1, and tensors may not overlap.
 #include "model/gguf.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -337,38 +333,12 @@ GgufHeader parse_gguf(std::span<const std::byte> file, const std::string& source
 std::shared_ptr<GgufFile> GgufFile::open(const std::string& path) {
   std::shared_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
-  // O_NONBLOCK so that a FIFO named like a checkpoint fails the regular-file check, not hangs.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  FG_CHECK(fd >= 0, "cannot open {}: {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int saved = errno;
-    ::close(fd);
-    fail("cannot stat {}: {}", path, std::strerror(saved));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail("{} is not a regular file", path);
-  }
-  file->size_ = static_cast<size_t>(st.st_size);
-  if (file->size_ > 0) {
-    void* map = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    int saved = errno;
-    ::close(fd);
-    FG_CHECK(map != MAP_FAILED, "cannot mmap {} ({} bytes): {}", path, file->size_, std::strerror(saved));
-    file->map_ = static_cast<const std::byte*>(map);
-  } else {
-    ::close(fd);
-  }
-  // If validation throws, the shared_ptr's deleter unmaps.
-  file->header_ = parse_gguf({file->map_, file->size_}, path);
+  file->mapped_ = MappedFile::open(path);
+  file->header_ = parse_gguf(file->mapped_.bytes(), path);
   for (size_t i = 0; i < file->header_.tensors.size(); ++i) file->index_.emplace(file->header_.tensors[i].name, i);
   return file;
 }
 
-GgufFile::~GgufFile() {
-  if (map_ != nullptr) ::munmap(const_cast<std::byte*>(map_), size_);
-}
 
 const GgufTensorInfo* GgufFile::find(const std::string& name) const {
   auto it = index_.find(name);
@@ -387,7 +357,7 @@ std::span<const std::byte> GgufFile::bytes(const GgufTensorInfo& info) const {
   FG_CHECK(info.offset <= header_.data_size && info.size <= header_.data_size - info.offset,
            "{}: tensor '{}' data bytes [{}, {}) are not inside this file's data section", path_,
            clip_for_message(info.name), info.offset, info.offset + info.size);
-  return {map_ + header_.data_offset + info.offset, static_cast<size_t>(info.size)};
+  return {mapped_.bytes().data() + header_.data_offset + info.offset, static_cast<size_t>(info.size)};
 }
 
 }  // namespace fg

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/mapped_file.h"
 #include "model/ggml_type.h"
 #include "model/gguf_metadata.h"
 
@@ -54,7 +55,6 @@ GgufHeader parse_gguf(std::span<const std::byte> file, const std::string& source
 class GgufFile {
  public:
   static std::shared_ptr<GgufFile> open(const std::string& path);
-  ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
 
@@ -72,8 +72,7 @@ class GgufFile {
  private:
   GgufFile() = default;
   std::string path_;
-  const std::byte* map_ = nullptr;
-  size_t size_ = 0;
+  MappedFile mapped_;
   GgufHeader header_;
   std::map<std::string, size_t> index_;
 };

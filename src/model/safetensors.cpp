@@ -9,7 +9,6 @@
 #include "model/safetensors.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -277,38 +276,12 @@ SafetensorsHeader parse_safetensors(std::span<const std::byte> file, const std::
 std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   std::shared_ptr<SafetensorsFile> file(new SafetensorsFile());
   file->path_ = path;
-  // O_NONBLOCK so that a FIFO named like a checkpoint fails the regular-file check, not hangs.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  FG_CHECK(fd >= 0, "cannot open {}: {}", path, errno_text());
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int saved = errno;
-    ::close(fd);
-    fail("cannot stat {}: {}", path, std::strerror(saved));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail("{} is not a regular file", path);
-  }
-  file->size_ = static_cast<size_t>(st.st_size);
-  if (file->size_ > 0) {
-    void* map = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    int saved = errno;
-    ::close(fd);
-    FG_CHECK(map != MAP_FAILED, "cannot mmap {} ({} bytes): {}", path, file->size_, std::strerror(saved));
-    file->map_ = static_cast<const std::byte*>(map);
-  } else {
-    ::close(fd);
-  }
-  // If validation throws, the shared_ptr's deleter unmaps.
-  file->header_ = parse_safetensors({file->map_, file->size_}, path);
+  file->mapped_ = MappedFile::open(path);
+  file->header_ = parse_safetensors(file->mapped_.bytes(), path);
   for (size_t i = 0; i < file->header_.entries.size(); ++i) file->index_.emplace(file->header_.entries[i].name, i);
   return file;
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (map_ != nullptr) ::munmap(const_cast<std::byte*>(map_), size_);
-}
 
 const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
   auto it = index_.find(name);
@@ -316,13 +289,13 @@ const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
 }
 
 Tensor SafetensorsFile::tensor(const SafetensorsEntry& entry) const {
-  FG_CHECK(entry.end <= size_ - header_.data_offset && entry.begin <= entry.end,
+  FG_CHECK(entry.end <= mapped_.size() - header_.data_offset && entry.begin <= entry.end,
            "{}: tensor '{}' data_offsets [{}, {}] are not inside this file's data section", path_,
            clip_for_message(entry.name), entry.begin, entry.end);
   FG_CHECK(entry.shape.size() <= static_cast<size_t>(Tensor::kMaxRank),
            "{}: tensor '{}' has rank {} (shape {}); at most {} is supported", path_, clip_for_message(entry.name),
            entry.shape.size(), join_dims(entry.shape), Tensor::kMaxRank);
-  const std::byte* data = map_ + header_.data_offset + entry.begin;
+  const std::byte* data = mapped_.bytes().data() + header_.data_offset + entry.begin;
   // The format does not require alignment, but a typed view of misaligned memory is undefined
   // behaviour for every reader of it; files written by the safetensors library are aligned.
   const size_t element = dtype_size(entry.dtype);

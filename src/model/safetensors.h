@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/mapped_file.h"
 #include "core/tensor.h"
 
 namespace fg {
@@ -40,7 +41,6 @@ SafetensorsHeader parse_safetensors(std::span<const std::byte> file, const std::
 class SafetensorsFile {
  public:
   static std::shared_ptr<SafetensorsFile> open(const std::string& path);
-  ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
@@ -53,8 +53,7 @@ class SafetensorsFile {
  private:
   SafetensorsFile() = default;
   std::string path_;
-  const std::byte* map_ = nullptr;
-  size_t size_ = 0;
+  MappedFile mapped_;
   SafetensorsHeader header_;
   std::map<std::string, size_t> index_;
 };
