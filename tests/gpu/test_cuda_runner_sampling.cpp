@@ -22,6 +22,16 @@ namespace {
 using test::mixed_params;
 using test::TestRequest;
 
+// Up to 8 requests, all in one bucket of 8.
+RunnerOptions one_bucket_of_8(bool checked) {
+  RunnerOptions options;
+  options.max_num_tokens = 128;
+  options.max_num_seqs = 8;
+  options.capture_sizes = {8};
+  options.check_graph_inputs = checked;
+  return options;
+}
+
 class CudaRunnerSampling : public test::RunnerSamplingTest<std::string> {
  protected:
   void build(RunnerOptions options, int64_t num_blocks) {
@@ -52,11 +62,7 @@ TEST_P(CudaRunnerSampling, PenaltiesAndLogprobsGraphEqualsEagerInPaddedMixedBatc
 // reference, bit for bit (the logprob arithmetic is exact past the logits).
 TEST_P(CudaRunnerSampling, LogprobsAreOfTheRawLogits) {
   FG_REQUIRE_GPU();
-  RunnerOptions options;
-  options.max_num_tokens = 128;
-  options.max_num_seqs = 8;
-  options.capture_sizes = {8};
-  build(options, 512);
+  build(one_bucket_of_8(/*checked=*/false), 512);
   std::mt19937 rng(7);
   std::vector<TestRequest> requests = raw_logits_requests(rng, 0.75f);
   const test::RawAndSampledStep step = raw_and_sampled_step(requests);
@@ -67,12 +73,7 @@ TEST_P(CudaRunnerSampling, LogprobsAreOfTheRawLogits) {
 // The token mask through the CUDA runner (runner_sampling_support.h), in checked mode.
 TEST_P(CudaRunnerSampling, MaskedStepFollowsTheDefinition) {
   FG_REQUIRE_GPU();
-  RunnerOptions options;
-  options.max_num_tokens = 128;
-  options.max_num_seqs = 8;
-  options.capture_sizes = {8};
-  options.check_graph_inputs = true;
-  build(options, 512);
+  build(one_bucket_of_8(/*checked=*/true), 512);
   std::mt19937 rng(13);
   expect_masked_step_follows_the_definition(rng);
 }
@@ -81,11 +82,7 @@ TEST_P(CudaRunnerSampling, MaskedStepFollowsTheDefinition) {
 // them before it applies them (model_runner.h): the late fill equals the masks in place.
 TEST_P(CudaRunnerSampling, MasksFilledWhileTheForwardRunsEqualMasksInPlace) {
   FG_REQUIRE_GPU();
-  RunnerOptions options;
-  options.max_num_tokens = 128;
-  options.max_num_seqs = 8;
-  options.capture_sizes = {8};
-  build(options, 512);
+  build(one_bucket_of_8(/*checked=*/false), 512);
   std::mt19937 rng(29);
   expect_late_masks_equal_masks_in_place(rng);
 }
