@@ -111,8 +111,7 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
   std::string source;
   if (!o.model_dir.empty()) {
     source = resolve_model_path(o.model_dir);  // a folder, or ORG/NAME in the Hugging Face cache
-    check_model_folder(source);
-    config = load_model_config(source + "/config.json");
+    config = load_model_path_config(source);  // config.json, or a GGUF file's metadata
   } else {
     config = named_model_config(o.shape);
     source = o.shape;
@@ -210,7 +209,7 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
 void add_latency_command(CLI::App& bench, GpuBackendFactory gpu) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = bench.add_subcommand("latency", "Per-step time of decode and mixed batches, eager vs full graph");
-  cmd->add_option("--model", o->model_dir, "A folder with config.json, or ORG/NAME in the Hugging Face cache (weights are dummy)");
+  cmd->add_option("--model", o->model_dir, "A folder with config.json, a .gguf file, or ORG/NAME in the Hugging Face cache (weights are dummy)");
   cmd->add_option("--shape", o->shape, "A named shape: llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen3-0.6b")
       ->capture_default_str();
   cmd->add_option("--device", o->device, "cpu | cuda")->capture_default_str();

@@ -46,7 +46,7 @@ void add_model_file_options(CLI::App& cmd, EngineSetupOptions& o) {
 
 void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
   cmd.add_option("--model", o.model_dir,
-                 "A Hugging Face checkpoint folder (config.json + *.safetensors), or ORG/NAME of a model in the "
+                 "A Hugging Face checkpoint folder (config.json + *.safetensors), a GGUF file, or ORG/NAME of a model in the "
                  "local Hugging Face cache (nothing is downloaded); omit for the built-in tiny model");
   add_model_file_options(cmd, o);
   cmd.add_option("--shape", o.shape,

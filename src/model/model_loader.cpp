@@ -3,6 +3,10 @@
 
 #include <filesystem>
 
+#include "core/log.h"
+#include "model/gguf.h"
+#include "model/gguf_config.h"
+#include "model/gguf_weights.h"
 #include "model/model_path.h"
 #include "model/safetensors.h"
 
@@ -50,6 +54,21 @@ LoadedModel load_model(const std::string& dir, const LoadOptions& options, Backe
     return out;
   }
   check_model_folder(dir);
+  if (is_gguf_file(dir)) {
+    FG_CHECK(options.format != LoadFormat::kSafetensors, "--load-format safetensors: {} is a GGUF file", dir);
+    auto file = GgufFile::open(dir);
+    out.config = gguf_model_config(*file);
+    out.config.rope.round_inv_freq_to_bf16 = options.round_rope_inv_freq_to_bf16;
+    out.source = dir;
+    if (options.format == LoadFormat::kDummy) {
+      out.weights = dummy_weights(out.config, backend, options.dummy_seed);
+    } else {
+      GgufLoadReport report;
+      out.weights = load_gguf_weights(out.config, file, backend, &report);
+      log::info("{}: dequantized {}", dir, report.describe());
+    }
+    return out;
+  }
   out.config = load_model_config((std::filesystem::path(dir) / "config.json").string());
   out.config.rope.round_inv_freq_to_bf16 = options.round_rope_inv_freq_to_bf16;
   out.source = dir;
@@ -60,6 +79,12 @@ LoadedModel load_model(const std::string& dir, const LoadOptions& options, Backe
     out.weights = load_weights(out.config, checkpoint, backend);
   }
   return out;
+}
+
+ModelConfig load_model_path_config(const std::string& path) {
+  check_model_folder(path);
+  if (is_gguf_file(path)) return gguf_model_config(*GgufFile::open(path));
+  return load_model_config((std::filesystem::path(path) / "config.json").string());
 }
 
 }  // namespace fg

@@ -1,4 +1,5 @@
-// model/model_loader.h — from a checkpoint folder (or the built-in default) to config + weights.
+// model/model_loader.h — from a checkpoint folder, a GGUF file (or the built-in default) to config
+// + weights.
 #pragma once
 
 #include <string>
@@ -10,7 +11,7 @@
 namespace fg {
 
 enum class LoadFormat {
-  kAuto,         // safetensors from the folder
+  kAuto,         // safetensors from the folder, or the GGUF file's tensors
   kSafetensors,  // same, spelled out
   kDummy,        // deterministic random weights for the folder's config.json; no weights file read
 };
@@ -28,9 +29,13 @@ struct LoadOptions {
   uint64_t dummy_seed = 0;
 };
 
-// `dir` is a folder (model_path.h resolves names to folders); an empty `dir` selects the built-in
-// tiny default model (dummy weights, nothing downloaded).
+// `dir` is a folder or a .gguf file (model_path.h resolves names to them); an empty `dir` selects
+// the built-in tiny default model (dummy weights, nothing downloaded). A GGUF load logs the ggml
+// types it dequantized and how long that took.
 LoadedModel load_model(const std::string& dir, const LoadOptions& options, Backend& backend);
+
+// The config of the model at `path`: a folder's config.json, or a GGUF file's metadata.
+ModelConfig load_model_path_config(const std::string& path);
 
 // The config.json of the built-in default model.
 const char* builtin_model_config_json();

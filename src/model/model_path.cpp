@@ -85,7 +85,9 @@ std::string resolve_model_path(const std::string& name, const std::string& revis
                    name);
     return name;
   }
-  // A path that cannot be a repo id is a folder that is missing, and is called that.
+  // A path that cannot be a repo id is a folder that is missing, and is called that; "x.gguf" has
+  // the shape of a repo id but is meant as a file.
+  FG_CHECK(!name.ends_with(".gguf"), "the {} file {} does not exist", what, name);
   FG_CHECK(looks_like_repo_id(name), "the {} folder {} does not exist", what, name);
 
   const std::string rev = revision.empty() ? "main" : revision;
@@ -111,10 +113,16 @@ std::string resolve_model_path(const std::string& name, const std::string& revis
   return snapshot.string();
 }
 
+bool is_gguf_file(const std::string& path) {
+  std::error_code ec;
+  return path.ends_with(".gguf") && fs::is_regular_file(path, ec);
+}
+
 void check_model_folder(const std::string& dir) {
   std::error_code ec;
+  if (is_gguf_file(dir)) return;
   FG_CHECK(fs::exists(dir, ec), "the model folder {} does not exist", dir);
-  FG_CHECK(fs::is_directory(dir, ec), "the model path {} is not a folder (a model is a folder holding config.json)",
+  FG_CHECK(fs::is_directory(dir, ec), "the model path {} is not a folder (a model is a folder holding config.json, or a .gguf file)",
            dir);
   FG_CHECK(fs::is_regular_file(fs::path(dir) / "config.json", ec),
            "the model folder {} has no config.json (is it a Hugging Face checkpoint folder?)", dir);

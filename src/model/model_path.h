@@ -24,7 +24,7 @@ HfCacheDir hf_hub_cache_dir();
 bool looks_like_repo_id(const std::string& name);
 
 // The folder of the model (or tokenizer) `name`:
-//  - an existing path: `name` itself (`revision` does not apply to a folder and is ignored,
+//  - an existing path (a folder, or a .gguf file): `name` itself (`revision` does not apply to a folder and is ignored,
 //    with a warning, as vLLM does);
 //  - a repo id: the cached snapshot of `revision` ("" means "main"): refs/<revision> names the
 //    commit of a branch or tag; otherwise `revision` is taken as a commit hash, the snapshot's
@@ -35,7 +35,11 @@ bool looks_like_repo_id(const std::string& name);
 std::string resolve_model_path(const std::string& name, const std::string& revision = "",
                                const std::string& what = "model");
 
-// Throws unless `dir` is a folder holding config.json, saying which of the two is missing.
+// Whether `path` names a GGUF checkpoint: an existing regular file (or a link to one) whose name
+// ends in ".gguf". A GGUF file is a whole model, and is accepted wherever a model folder is.
+bool is_gguf_file(const std::string& path);
+
+// Throws unless `dir` is a folder holding config.json, or a GGUF file, saying what is missing.
 void check_model_folder(const std::string& dir);
 
 }  // namespace fg

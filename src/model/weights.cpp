@@ -236,35 +236,14 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
   return w;
 }
 
-ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed) {
+ModelWeights build_weights(const ModelConfig& config, Backend& backend, DType dtype,
+                           const std::function<void(const WeightSpec& spec, void* dst)>& fill) {
   ModelWeights w = empty_weights(config);
   WeightPlacement placement(config, backend, w);
-  ThreadPool pool;
   for (const WeightSpec& spec : expected_weights(config)) {
     const int64_t numel = spec.numel();
-    const bool is_norm = spec.name.ends_with("norm.weight");
-    const bool is_bias = spec.name.ends_with(".bias");
-    const double fan_in = spec.shape.size() == 2 ? static_cast<double>(spec.shape[1]) : 1.0;
-    const double scale = is_norm ? 0.1 : is_bias ? 0.1 : 1.0 / std::sqrt(fan_in);
-    const double center = is_norm ? 1.0 : 0.0;
-    const uint64_t stream = mix(seed ^ hash_name(spec.name));
-
-    const DType dtype = backend.weight_dtype(config.dtype);
     HostBuffer host(static_cast<size_t>(numel) * dtype_size(dtype));
-    // Each value is a function of its index alone, so the threads' split changes nothing (an 8B
-    // shape is 8e9 values: minutes on one core).
-    pool.parallel_for(numel, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        // uniform in [-1, 1) from the top 53 bits
-        const double u = static_cast<double>(mix(stream + static_cast<uint64_t>(i)) >> 11) * 0x1p-52 - 1.0;
-        const float value = static_cast<float>(center + scale * u);
-        switch (dtype) {
-          case DType::kBF16: reinterpret_cast<uint16_t*>(host.data())[i] = float_to_bf16(value); break;
-          case DType::kF16: reinterpret_cast<uint16_t*>(host.data())[i] = float_to_f16(value); break;
-          default: reinterpret_cast<float*>(host.data())[i] = value; break;
-        }
-      }
-    });
+    fill(spec, host.data());
     const Tensor memory = placement.allocate(spec.name, dtype, numel);
     backend.copy_from_host(memory, host.data());
     Tensor* slot = slot_for(w, config, spec.name);
@@ -274,6 +253,34 @@ ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t
   }
   tie_lm_head(w, config);
   return w;
+}
+
+ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed) {
+  ThreadPool pool;
+  const DType dtype = backend.weight_dtype(config.dtype);
+  return build_weights(config, backend, dtype, [&](const WeightSpec& spec, void* dst) {
+    const int64_t numel = spec.numel();
+    const bool is_norm = spec.name.ends_with("norm.weight");
+    const bool is_bias = spec.name.ends_with(".bias");
+    const double fan_in = spec.shape.size() == 2 ? static_cast<double>(spec.shape[1]) : 1.0;
+    const double scale = is_norm ? 0.1 : is_bias ? 0.1 : 1.0 / std::sqrt(fan_in);
+    const double center = is_norm ? 1.0 : 0.0;
+    const uint64_t stream = mix(seed ^ hash_name(spec.name));
+    // Each value is a function of its index alone, so the threads' split changes nothing (an 8B
+    // shape is 8e9 values: minutes on one core).
+    pool.parallel_for(numel, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        // uniform in [-1, 1) from the top 53 bits
+        const double u = static_cast<double>(mix(stream + static_cast<uint64_t>(i)) >> 11) * 0x1p-52 - 1.0;
+        const float value = static_cast<float>(center + scale * u);
+        switch (dtype) {
+          case DType::kBF16: static_cast<uint16_t*>(dst)[i] = float_to_bf16(value); break;
+          case DType::kF16: static_cast<uint16_t*>(dst)[i] = float_to_f16(value); break;
+          default: static_cast<float*>(dst)[i] = value; break;
+        }
+      }
+    });
+  });
 }
 
 }  // namespace fg

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,12 @@ std::vector<WeightSpec> expected_weights(const ModelConfig& config);
 // On a host backend the weights are views of the checkpoint's mmaps, which they keep alive.
 ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Checkpoint> checkpoint,
                           Backend& backend);
+
+// Weights built tensor by tensor: `fill` writes the spec.numel() values of one expected weight, in
+// `dtype`, to host memory at `dst`, row-major in spec.shape; they are placed as load_weights places
+// them (each linear group back to back). For formats whose every tensor is converted (GGUF).
+ModelWeights build_weights(const ModelConfig& config, Backend& backend, DType dtype,
+                           const std::function<void(const WeightSpec& spec, void* dst)>& fill);
 
 // Deterministic random weights in config.dtype for any config: the same config and seed give the
 // same bits on every machine. Norm weights sit near 1, matrices at a scale of 1/sqrt(fan_in).
