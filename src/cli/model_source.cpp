@@ -5,6 +5,8 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "model/gguf.h"
+#include "model/gguf_tokenizer_metadata.h"
 #include "model/model_path.h"
 #include "tokenizer/builtin_tokenizer.h"
 #include "tokenizer/chat_template_source.h"
@@ -46,6 +48,13 @@ TextSide load_text_side(const EngineSetupOptions& o, const ModelSource& source, 
   if (builtin) {
     t.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_json(builtin_tokenizer_json(), "built-in tokenizer"));
     t.chat = {builtin_chat_template(), "<|begin_of_text|>", "<|end_of_text|>"};
+  } else if (is_gguf_file(source.tokenizer_dir)) {
+    // A GGUF file carries its tokenizer and chat template in its metadata, when it has them.
+    if (GgufFile::open(source.tokenizer_dir)->metadata().contains("tokenizer.ggml.model")) {
+      GgufTokenizer gguf = load_gguf_tokenizer(source.tokenizer_dir);
+      t.tokenizer = std::make_unique<Tokenizer>(std::move(gguf.tokenizer));
+      t.chat = std::move(gguf.chat);
+    }
   } else if (!source.tokenizer_dir.empty()) {
     const fs::path dir = source.tokenizer_dir;
     if (fs::exists(dir / "tokenizer.json")) {
@@ -57,8 +66,9 @@ TextSide load_text_side(const EngineSetupOptions& o, const ModelSource& source, 
   }
   FG_CHECK(t.tokenizer || !needs.tokenizer,
            "{}: text prompts need a tokenizer; give --tokenizer DIR, or the prompt as token ids",
-           source.tokenizer_dir.empty() ? o.shape + " (a named shape)"
-                                        : (fs::path(source.tokenizer_dir) / "tokenizer.json").string() + " not found");
+           source.tokenizer_dir.empty()            ? o.shape + " (a named shape)"
+           : is_gguf_file(source.tokenizer_dir) ? source.tokenizer_dir + " has no tokenizer metadata"
+                                                : (fs::path(source.tokenizer_dir) / "tokenizer.json").string() + " not found");
   if (!o.chat_template.empty()) t.chat.chat_template = chat_template_from_argument(o.chat_template);
   FG_CHECK(!t.chat.chat_template.empty() || !needs.chat_template,
            "{}: the tokenizer has no chat template (tokenizer_config.json, chat_template.jinja or chat_template.json); "
