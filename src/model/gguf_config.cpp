@@ -122,7 +122,8 @@ void refuse_unsupported(const GgufFile& file, const Keys& k) {
              k.key("rope.scale_linear"), scale);
   }
   // The converter writes Llama 3's RoPE scaling as per-frequency factors in this tensor rather than
-  // as keys; applying it is not implemented.
+  // as keys. Such files are refused by name, like every other RoPE scaling here, until the loader
+  // maps the factors back onto the llama3 scaling the folder path supports.
   FG_CHECK(file.find("rope_freqs.weight") == nullptr,
            "{}: tensor 'rope_freqs.weight' (RoPE frequency factors, e.g. Llama 3.1's scaling) is not supported",
            file.path());
