@@ -108,6 +108,14 @@ std::unique_ptr<Backend> make_backend(const EngineSetupOptions& o, const GpuBack
   return gpu.create(0);
 }
 
+std::vector<int32_t> eos_token_ids(const ModelConfig& config, const GenerationDefaults& generation) {
+  std::vector<int32_t> ids;
+  for (int64_t id : config.eos_token_ids) ids.push_back(static_cast<int32_t>(id));
+  for (int32_t id : generation.eos_token_ids)
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  return ids;
+}
+
 std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const GpuBackendFactory& gpu,
                                           const std::function<void(const std::string&)>& log) {
   auto s = std::make_unique<EngineSetup>();
@@ -144,15 +152,12 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   const int64_t max_model_len = o.max_model_len > 0 ? o.max_model_len : c.max_position_embeddings;
   FG_CHECK(max_model_len <= c.max_position_embeddings, "--max-model-len {} exceeds the model's context length {}",
            max_model_len, c.max_position_embeddings);
-  for (int64_t id : c.eos_token_ids) s->eos_token_ids.push_back(static_cast<int32_t>(id));
   s->generation = read_generation_defaults(files.generation_config_dir,
                                            parse_generation_config_mode(o.generation_config == "vllm" ? "vllm" : "auto"));
   if (!s->generation.sampling.empty())
     log(fmt::format("sampling defaults from {}/generation_config.json (--generation-config auto): {}",
                     files.generation_config_dir, s->generation.sampling.describe()));
-  for (int32_t id : s->generation.eos_token_ids)
-    if (std::find(s->eos_token_ids.begin(), s->eos_token_ids.end(), id) == s->eos_token_ids.end())
-      s->eos_token_ids.push_back(id);
+  s->eos_token_ids = eos_token_ids(c, s->generation);
 
   const int64_t max_seqs = std::min(o.max_num_seqs, o.max_num_batched_tokens);
   s->max_model_len = max_model_len;

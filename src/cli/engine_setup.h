@@ -82,6 +82,10 @@ struct EngineSetup {
 // is checked against it (refused, or noted in the log: cli/dtype_option.h).
 std::unique_ptr<Backend> make_backend(const EngineSetupOptions& o, const GpuBackendFactory& gpu);
 
+// The ids that end a generation: config.json's (a GGUF file's eos, eot and eom ids) and then
+// generation_config.json's, each once.
+std::vector<int32_t> eos_token_ids(const ModelConfig& config, const GenerationDefaults& generation);
+
 // Builds it all; `log` receives the start-up report (KV pool, graphs).
 std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const GpuBackendFactory& gpu,
                                           const std::function<void(const std::string&)>& log);
