@@ -47,7 +47,9 @@ void add_model_file_options(CLI::App& cmd, EngineSetupOptions& o) {
 void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
   cmd.add_option("--model", o.model_dir,
                  "A Hugging Face checkpoint folder (config.json + *.safetensors), a GGUF file, or ORG/NAME of a model in the "
-                 "local Hugging Face cache (nothing is downloaded); omit for the built-in tiny model");
+                 "local Hugging Face cache (nothing is downloaded). Omitted: $FULLGRAPH_DEFAULT_MODEL (a model, or "
+                 "builtin), else models/SmolLM2-135M-Instruct.Q4_1.gguf beside the build folder (scripts/setup.sh "
+                 "fetches it), else the built-in tiny model with random weights");
   add_model_file_options(cmd, o);
   cmd.add_option("--shape", o.shape,
                  "Instead of --model: a named shape with dummy weights (llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, "

@@ -23,7 +23,7 @@
 namespace fg::cli {
 
 struct EngineSetupOptions {
-  std::string model_dir;     // --model as given: a folder or ORG/NAME; empty: the built-in model, or --shape
+  std::string model_dir;  // --model as given, or the default (default_model.h); empty: the built-in model, or --shape
   // vLLM's model options (cli/model_source.h, cli/dtype_option.h say what each does here).
   std::string revision;                    // branch, tag or commit of a Hugging Face cache model
   std::string tokenizer;                   // a folder (or ORG/NAME) with tokenizer.json, tokenizer_config.json

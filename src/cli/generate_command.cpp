@@ -1,4 +1,4 @@
-// cli/generate_command.cpp — `fullgraph generate`: loads a model (or the built-in default),
+// cli/generate_command.cpp — `fullgraph generate`: loads a model (or the default: default_model.h),
 // runs one prompt (text, a chat rendered through the template, or token ids) greedily through the
 // CPU backend or (--device cuda) the CUDA backend, prints the generated text as it streams (or the
 // ids) and optionally dumps logits. A text prompt ends at the model's EOS ids (unless
@@ -19,6 +19,7 @@
 #include "backend/backend_factory.h"
 #include "backend/cpu/cpu_backend.h"
 #include "cli/batch_generate.h"
+#include "cli/default_model.h"
 #include "cli/model_source.h"
 #include "core/log.h"
 #include "model/generation_config.h"
@@ -253,7 +254,10 @@ void add_generate_command(CLI::App& app, GpuBackendFactory gpu) {
   // The engine's options, as `serve` has them; without --prompts, those of the KV pool, the
   // scheduler and --shape do not apply (one request runs alone in a pool sized for it).
   add_engine_options(*cmd, options->engine);
-  cmd->callback([options, gpu] { run_generate(*options, gpu); });
+  cmd->callback([options, gpu] {
+    apply_default_model(options->engine);
+    run_generate(*options, gpu);
+  });
 }
 
 }  // namespace fg::cli
