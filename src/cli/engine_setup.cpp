@@ -118,6 +118,20 @@ std::vector<int32_t> eos_token_ids(const ModelConfig& config, const GenerationDe
   return ids;
 }
 
+server::ModelContext model_context(const EngineSetup& s, const ChatTemplate* chat_template, const std::string& name) {
+  server::ModelContext m;
+  m.served_names = {name};
+  m.tokenizer = s.tokenizer.get();
+  m.chat_template = chat_template;
+  m.grammar = s.grammar.get();
+  m.vocab_size = s.config.vocab_size;
+  m.max_model_len = s.max_model_len;
+  m.block_size = s.blocks->block_size();
+  m.usable_blocks = s.blocks->num_usable_blocks();
+  m.sampling_defaults = s.generation.sampling;
+  return m;
+}
+
 std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const GpuBackendFactory& gpu,
                                           const std::function<void(const std::string&)>& log) {
   auto s = std::make_unique<EngineSetup>();
