@@ -1,5 +1,6 @@
-// tests/cli_run.h — runs the built `fullgraph` executable with arguments (and, optionally, an
-// environment prefix such as "HF_HUB_CACHE=/tmp/x"), and returns its exit code and output.
+// tests/cli_run.h — runs the built `fullgraph` executable (or a copy of it) with arguments (and,
+// optionally, an environment prefix such as "HF_HUB_CACHE=/tmp/x"), and returns its exit code and
+// output.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,12 +21,13 @@ struct CliRun {
   std::string output;  // stdout, then stderr
 };
 
-// `env` is put before the command as shell assignments ("NAME=value ..."), or left empty.
-inline CliRun run_fullgraph(const std::string& args, const std::string& env = "") {
+// Runs `binary` with `args`; `env` is handed to env(1) before it ("NAME=value ...", "-u NAME"),
+// or left empty.
+inline CliRun run_program(const std::string& binary, const std::string& args, const std::string& env = "") {
   const std::string err_file =
       (std::filesystem::temp_directory_path() / ("fg_cli_err_" + std::to_string(::getpid()))).string();
   const std::string command =
-      (env.empty() ? "" : "env " + env + " ") + std::string(FULLGRAPH_BINARY) + " " + args + " 2>" + err_file;
+      (env.empty() ? "" : "env " + env + " ") + binary + " " + args + " 2>" + err_file;
   FILE* pipe = popen(command.c_str(), "r");
   EXPECT_NE(pipe, nullptr);
   std::string output;
@@ -37,6 +39,11 @@ inline CliRun run_fullgraph(const std::string& args, const std::string& env = ""
   output += std::string(std::istreambuf_iterator<char>(err), {});
   std::filesystem::remove(err_file);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// The built `fullgraph`; `env` as run_program's.
+inline CliRun run_fullgraph(const std::string& args, const std::string& env = "") {
+  return run_program(FULLGRAPH_BINARY, args, env);
 }
 
 inline std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }

@@ -93,12 +93,7 @@ void run_batch_generate(const BatchGenerateOptions& o, const GpuBackendFactory& 
   // What the server's prompt readers need of the model.
   std::unique_ptr<ChatTemplate> chat_template;
   if (!setup->chat.chat_template.empty()) chat_template = std::make_unique<ChatTemplate>(setup->chat);
-  server::ModelContext model;
-  model.tokenizer = setup->tokenizer.get();
-  model.chat_template = chat_template.get();
-  model.vocab_size = setup->config.vocab_size;
-  model.max_model_len = setup->max_model_len;
-  model.grammar = setup->grammar.get();
+  const server::ModelContext model = model_context(*setup, chat_template.get(), setup->source);
 
   // Every line is parsed and checked before anything runs: a bad line costs no work.
   std::vector<BatchItem> items;

@@ -47,7 +47,9 @@ void add_model_file_options(CLI::App& cmd, EngineSetupOptions& o) {
 void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
   cmd.add_option("--model", o.model_dir,
                  "A Hugging Face checkpoint folder (config.json + *.safetensors), a GGUF file, or ORG/NAME of a model in the "
-                 "local Hugging Face cache (nothing is downloaded); omit for the built-in tiny model");
+                 "local Hugging Face cache (nothing is downloaded). Omitted: $FULLGRAPH_DEFAULT_MODEL (a model, or "
+                 "builtin), else models/SmolLM2-135M-Instruct.Q4_1.gguf beside the build folder (scripts/setup.sh "
+                 "fetches it), else the built-in tiny model with random weights");
   add_model_file_options(cmd, o);
   cmd.add_option("--shape", o.shape,
                  "Instead of --model: a named shape with dummy weights (llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, "
@@ -108,6 +110,28 @@ std::unique_ptr<Backend> make_backend(const EngineSetupOptions& o, const GpuBack
   return gpu.create(0);
 }
 
+std::vector<int32_t> eos_token_ids(const ModelConfig& config, const GenerationDefaults& generation) {
+  std::vector<int32_t> ids;
+  for (int64_t id : config.eos_token_ids) ids.push_back(static_cast<int32_t>(id));
+  for (int32_t id : generation.eos_token_ids)
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  return ids;
+}
+
+server::ModelContext model_context(const EngineSetup& s, const ChatTemplate* chat_template, const std::string& name) {
+  server::ModelContext m;
+  m.served_names = {name};
+  m.tokenizer = s.tokenizer.get();
+  m.chat_template = chat_template;
+  m.grammar = s.grammar.get();
+  m.vocab_size = s.config.vocab_size;
+  m.max_model_len = s.max_model_len;
+  m.block_size = s.blocks->block_size();
+  m.usable_blocks = s.blocks->num_usable_blocks();
+  m.sampling_defaults = s.generation.sampling;
+  return m;
+}
+
 std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const GpuBackendFactory& gpu,
                                           const std::function<void(const std::string&)>& log) {
   auto s = std::make_unique<EngineSetup>();
@@ -144,15 +168,12 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   const int64_t max_model_len = o.max_model_len > 0 ? o.max_model_len : c.max_position_embeddings;
   FG_CHECK(max_model_len <= c.max_position_embeddings, "--max-model-len {} exceeds the model's context length {}",
            max_model_len, c.max_position_embeddings);
-  for (int64_t id : c.eos_token_ids) s->eos_token_ids.push_back(static_cast<int32_t>(id));
   s->generation = read_generation_defaults(files.generation_config_dir,
                                            parse_generation_config_mode(o.generation_config == "vllm" ? "vllm" : "auto"));
   if (!s->generation.sampling.empty())
     log(fmt::format("sampling defaults from {}/generation_config.json (--generation-config auto): {}",
                     files.generation_config_dir, s->generation.sampling.describe()));
-  for (int32_t id : s->generation.eos_token_ids)
-    if (std::find(s->eos_token_ids.begin(), s->eos_token_ids.end(), id) == s->eos_token_ids.end())
-      s->eos_token_ids.push_back(id);
+  s->eos_token_ids = eos_token_ids(c, s->generation);
 
   const int64_t max_seqs = std::min(o.max_num_seqs, o.max_num_batched_tokens);
   s->max_model_len = max_model_len;

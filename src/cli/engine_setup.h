@@ -1,8 +1,9 @@
 // cli/engine_setup.h — everything an engine needs, built from command-line options: backend,
-// model (a checkpoint folder, a Hugging Face cache name, the built-in default, or a named shape
-// with dummy weights), tokenizer and chat template, KV cache sized from --kv-cache-blocks or
-// --gpu-memory-utilization, the full-graph runner with its graphs, the block manager and the
-// engine. Shared by `generate` and `serve`, which take the same model options (vLLM's names).
+// model (a checkpoint folder or GGUF file, a Hugging Face cache name, the built-in tiny model, or
+// a named shape with dummy weights), tokenizer and chat template, KV cache sized from
+// --kv-cache-blocks or --gpu-memory-utilization, the full-graph runner with its graphs, the block
+// manager and the engine. Shared by `generate`, `serve` and `chat`, which take the same model
+// options (vLLM's names).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,12 +19,13 @@
 #include "model/generation_config.h"
 #include "model/llama_model.h"
 #include "runner/model_runner.h"
+#include "server/model_context.h"
 #include "tokenizer/chat_template.h"
 
 namespace fg::cli {
 
 struct EngineSetupOptions {
-  std::string model_dir;     // --model as given: a folder or ORG/NAME; empty: the built-in model, or --shape
+  std::string model_dir;  // --model as given, or the default (default_model.h); empty: the built-in model, or --shape
   // vLLM's model options (cli/model_source.h, cli/dtype_option.h say what each does here).
   std::string revision;                    // branch, tag or commit of a Hugging Face cache model
   std::string tokenizer;                   // a folder (or ORG/NAME) with tokenizer.json, tokenizer_config.json
@@ -82,8 +84,17 @@ struct EngineSetup {
 // is checked against it (refused, or noted in the log: cli/dtype_option.h).
 std::unique_ptr<Backend> make_backend(const EngineSetupOptions& o, const GpuBackendFactory& gpu);
 
+// The ids that end a generation: config.json's (a GGUF file's eos, eot and eom ids) and then
+// generation_config.json's, each once.
+std::vector<int32_t> eos_token_ids(const ModelConfig& config, const GenerationDefaults& generation);
+
 // Builds it all; `log` receives the start-up report (KV pool, graphs).
 std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const GpuBackendFactory& gpu,
                                           const std::function<void(const std::string&)>& log);
+
+// What the server's request readers (server/openai_request.h) need of the model `s` built, for
+// commands that read requests as the server does: its tokenizer, `chat_template` (null: none),
+// limits, grammar compiler and generation_config.json's sampling defaults, under `name`.
+server::ModelContext model_context(const EngineSetup& s, const ChatTemplate* chat_template, const std::string& name);
 
 }  // namespace fg::cli

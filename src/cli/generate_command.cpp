@@ -1,11 +1,14 @@
-// cli/generate_command.cpp — `fullgraph generate`: loads a model (or the built-in default), runs
-// one prompt (text, a chat rendered through the template, or token ids) greedily through the CPU
-// backend or (--device cuda) the CUDA backend, prints the generated text as it streams (or the
-// ids) and optionally dumps logits. --prompts hands over to batch_generate.h.
+// cli/generate_command.cpp — `fullgraph generate`: loads a model (or the default: default_model.h),
+// runs one prompt (text, a chat rendered through the template, or token ids) greedily through the
+// CPU backend or (--device cuda) the CUDA backend, prints the generated text as it streams (or the
+// ids) and optionally dumps logits. A text prompt ends at the model's EOS ids (unless
+// --ignore-eos), as an engine request does; token ids run to --max-tokens, the fixed length that
+// comparisons with reference ids and logits need. --prompts hands over to batch_generate.h.
 #include "cli/generate_command.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -16,8 +19,10 @@
 #include "backend/backend_factory.h"
 #include "backend/cpu/cpu_backend.h"
 #include "cli/batch_generate.h"
+#include "cli/default_model.h"
 #include "cli/model_source.h"
 #include "core/log.h"
+#include "model/generation_config.h"
 #include "runner/greedy_generator.h"
 #include "model/model_loader.h"
 #include "model/safetensors.h"
@@ -32,6 +37,7 @@ struct GenerateOptions {
   EngineSetupOptions engine;  // the model, the backend and the engine's limits
   std::string prompt_ids;
   int64_t max_tokens = 16;
+  bool ignore_eos = false;
   std::string dump_logits;
   // Text input: a prompt, or a chat rendered through the template
   std::string prompt;
@@ -111,6 +117,13 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
              prompt[i], i, config.vocab_size);
   FG_CHECK(o.engine.block_size >= 1, "--block-size must be positive");
 
+  // Only the eos ids are read here: the sampling defaults do not apply to greedy decoding.
+  const std::vector<int32_t> stop_ids =
+      text_mode && !o.ignore_eos
+          ? eos_token_ids(config, read_generation_defaults(files.generation_config_dir, GenerationConfigMode::kVllm))
+          : std::vector<int32_t>{};
+  const auto is_stop = [&](int32_t id) { return std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end(); };
+
   const int64_t T = static_cast<int64_t>(prompt.size());
   const bool keep_logits = !o.dump_logits.empty();
   FG_CHECK(o.engine.max_num_batched_tokens >= 1, "--max-num-batched-tokens must be positive");
@@ -144,15 +157,17 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   std::unique_ptr<IncrementalDetokenizer> stream;
   if (text) stream = std::make_unique<IncrementalDetokenizer>(*text->tokenizer, /*skip_special_tokens=*/false);
   const auto print_delta = [&](int32_t id) {
+    if (is_stop(id)) return;  // an end, not text
     fmt::print("{}", stream->push(id));
     std::fflush(stdout);
   };
   if (runner) {
     result.generated = generate_greedy_with_runner(*runner, kv, prompt, o.max_tokens, step_tokens,
-                                                   stream ? std::function<void(int32_t)>(print_delta) : nullptr);
+                                                   stream ? std::function<void(int32_t)>(print_delta) : nullptr,
+                                                   stop_ids);
     mode = fmt::format("{} graph replays, {} eager steps", runner->stats().graph_steps, runner->stats().eager_steps);
   } else {
-    result = generate_greedy(model, kv, prompt, o.max_tokens, keep_logits);
+    result = generate_greedy(model, kv, prompt, o.max_tokens, keep_logits, stop_ids);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -166,8 +181,12 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   const std::string where = backend.device() == Device::kHost
                                 ? fmt::format("{} threads", static_cast<CpuBackend&>(backend).num_threads())
                                 : fmt::format("{} attention", attention_name);
-  log::info("{} ({} backend, {}): {} prompt tokens, {} generated in {:.1f} ms ({})",
-             loaded.source, backend.name(), where, T, result.generated.size(), seconds * 1e3, mode);
+  const std::string ended =
+      !result.generated.empty() && is_stop(result.generated.back())
+          ? fmt::format(", ended by the EOS id {}", result.generated.back())
+          : "";
+  log::info("{} ({} backend, {}): {} prompt tokens, {} generated{} in {:.1f} ms ({})", loaded.source, backend.name(),
+            where, T, result.generated.size(), ended, seconds * 1e3, mode);
 
   if (keep_logits) {
     const int64_t V = config.vocab_size, N = static_cast<int64_t>(result.generated.size());
@@ -218,8 +237,12 @@ void add_generate_command(CLI::App& app, GpuBackendFactory gpu) {
   cmd->add_option("--system", options->system, "With --chat: the system message");
   cmd->add_option("--user", options->user, "With --chat: the user message");
   cmd->add_option("--messages", options->messages_file, "With --chat: a JSON file holding the messages array");
-  cmd->add_option("--max-tokens", options->max_tokens, "Number of tokens to generate")->capture_default_str()
+  cmd->add_option("--max-tokens", options->max_tokens,
+                  "Most tokens to generate (a text prompt ends sooner at an EOS id; token ids run to this many)")
+      ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  cmd->add_flag("--ignore-eos", options->ignore_eos,
+                "With --prompt or --chat: generate past the model's EOS ids, up to --max-tokens");
   cmd->add_option("--dump-logits", options->dump_logits,
                   "Write prompt_logits F32 [T, vocab], generated_ids I32 [N] and generated_logits F32 [N, vocab] "
                   "to this safetensors file");
@@ -231,7 +254,10 @@ void add_generate_command(CLI::App& app, GpuBackendFactory gpu) {
   // The engine's options, as `serve` has them; without --prompts, those of the KV pool, the
   // scheduler and --shape do not apply (one request runs alone in a pool sized for it).
   add_engine_options(*cmd, options->engine);
-  cmd->callback([options, gpu] { run_generate(*options, gpu); });
+  cmd->callback([options, gpu] {
+    apply_default_model(options->engine);
+    run_generate(*options, gpu);
+  });
 }
 
 }  // namespace fg::cli

@@ -4,6 +4,7 @@
 
 #include "backend/backend_factory.h"
 #include "bench/bench_commands.h"
+#include "cli/chat_command.h"
 #include "cli/generate_command.h"
 #include "cli/global_options.h"
 #include "cli/perplexity_command.h"
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
 #endif
   fg::cli::add_generate_command(app, gpu);
   fg::cli::add_serve_command(app, gpu);
+  fg::cli::add_chat_command(app, gpu);
   fg::cli::add_perplexity_command(app, gpu);
   fg::bench::add_bench_commands(app, gpu);  // bench/: every `fullgraph bench ...`
   fg::cli::add_render_chat_command(app);

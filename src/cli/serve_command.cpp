@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/default_model.h"
 #include "cli/engine_setup.h"
 #include "cli/http_flags.h"
 #include "cli/serve_flags.h"
@@ -46,6 +47,7 @@ struct ServeOptions {
 
 void log_line(const std::string& line) { log::info("{}", line); }
 
+// After apply_default_model: the default model is named as if it had been given as --model.
 std::string default_model_name(const EngineSetupOptions& o) {
   if (!o.model_dir.empty()) return o.model_dir;  // what vLLM reports too: the --model argument
   if (!o.shape.empty()) return o.shape;
@@ -192,6 +194,7 @@ void add_serve_command(CLI::App& app, GpuBackendFactory gpu) {
       ->check(CLI::Range(0.0, 86400.0));
   cmd->callback([o, gpu] {
     apply_serve_flags(o->vllm, o->engine);
+    apply_default_model(o->engine);
     run_serve(*o, gpu);
   });
 }

@@ -8,6 +8,14 @@
 
 namespace fg {
 
+namespace {
+
+bool is_stop(const std::vector<int32_t>& stop_ids, int32_t token) {
+  return std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end();
+}
+
+}  // namespace
+
 int32_t argmax_lowest_index(const float* values, int64_t n) {
   FG_ASSERT(n > 0);
   int64_t best = 0;
@@ -17,7 +25,7 @@ int32_t argmax_lowest_index(const float* values, int64_t n) {
 }
 
 GreedyResult generate_greedy(LlamaModel& model, const KvCache& kv, const std::vector<int32_t>& prompt,
-                             int64_t max_tokens, bool keep_logits) {
+                             int64_t max_tokens, bool keep_logits, const std::vector<int32_t>& stop_ids) {
   const ModelConfig& c = model.config();
   const int64_t T = static_cast<int64_t>(prompt.size()), V = c.vocab_size;
   FG_CHECK(T >= 1, "the prompt is empty");
@@ -64,6 +72,7 @@ GreedyResult generate_greedy(LlamaModel& model, const KvCache& kv, const std::ve
     if (keep_logits) result.generated_logits.insert(result.generated_logits.end(), row.begin(), row.end());
     computed = static_cast<int64_t>(tokens.size());
     tokens.push_back(token);
+    if (is_stop(stop_ids, token)) break;
   }
   if (keep_logits && max_tokens == 0) {
     DeviceStep d = upload_step(backend, {step_request(true)}, kv.block_size, blocks_needed);
@@ -76,7 +85,8 @@ GreedyResult generate_greedy(LlamaModel& model, const KvCache& kv, const std::ve
 
 std::vector<int32_t> generate_greedy_with_runner(ModelRunner& runner, const KvCache& kv,
                                                  const std::vector<int32_t>& prompt, int64_t max_tokens,
-                                                 int64_t chunk, const std::function<void(int32_t)>& on_token) {
+                                                 int64_t chunk, const std::function<void(int32_t)>& on_token,
+                                                 const std::vector<int32_t>& stop_ids) {
   const int64_t T = static_cast<int64_t>(prompt.size());
   FG_CHECK(T >= 1 && chunk >= 1, "the prompt is empty");
   const int64_t blocks_needed = (T + max_tokens + kv.block_size - 1) / kv.block_size;
@@ -101,6 +111,7 @@ std::vector<int32_t> generate_greedy_with_runner(ModelRunner& runner, const KvCa
     generated.push_back(result.sampled[0]);
     tokens.push_back(result.sampled[0]);
     if (on_token) on_token(result.sampled[0]);
+    if (is_stop(stop_ids, result.sampled[0])) break;
   }
   return generated;
 }

@@ -91,12 +91,6 @@ void check_request_id(std::string_view id, const std::string& param, std::string
 }
 
 
-// The largest max_tokens a prompt leaves room for, in the context and in the KV cache (whose
-// last token's KV is never computed, hence + 1).
-int64_t room_for(int64_t prompt_len, const ModelContext& model) {
-  return std::min(model.max_model_len - prompt_len, model.usable_blocks * model.block_size + 1 - prompt_len);
-}
-
 void check_prompt(const ParsedRequest& r, const ModelContext& model, const char* prompt_param) {
   const int64_t prompt_len = static_cast<int64_t>(r.prompt.size());
   if (prompt_len == 0) bad_request(prompt_param, "the prompt encodes to no tokens");
@@ -178,6 +172,11 @@ void read_spec(const json& body, const ModelContext& model, ParsedRequest& r) {
 }
 
 }  // namespace
+
+// The KV cache's last token's KV is never computed, hence + 1.
+int64_t room_for(int64_t prompt_len, const ModelContext& model) {
+  return std::min(model.max_model_len - prompt_len, model.usable_blocks * model.block_size + 1 - prompt_len);
+}
 
 void truncate_prompt(const json& body, const ModelContext& model, std::vector<int32_t>& prompt, bool& truncated) {
   const json* v = field(body, "truncate_prompt_tokens");

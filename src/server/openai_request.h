@@ -67,6 +67,10 @@ nlohmann::json parse_json_body(std::string_view body);
 void truncate_prompt(const nlohmann::json& body, const ModelContext& model, std::vector<int32_t>& prompt,
                      bool& truncated);
 
+// The largest max_tokens a prompt of `prompt_len` tokens leaves room for, in the context and in
+// the KV cache: chat's default max_tokens before generation_config.json's cap.
+int64_t room_for(int64_t prompt_len, const ModelContext& model);
+
 // Validates `body` for `endpoint` and builds the request. Throws ApiError: 404 (code
 // "model_not_found") for a model that is not served, 400 naming the field for everything else.
 // `compile`: also compile its output constraint (check_structured_output); the server does that

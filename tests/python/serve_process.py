@@ -12,6 +12,10 @@ import time
 
 BINARY = os.environ["FULLGRAPH_BINARY"]
 TESTDATA = os.environ["FULLGRAPH_TESTDATA"]
+# Without --model the binary runs $FULLGRAPH_DEFAULT_MODEL, else the trained model scripts/setup.sh
+# puts into models/; a test that gives no --model means the built-in tiny model (ctest sets this
+# too; it is set here for a test run by hand), and every process a test starts inherits it.
+os.environ.setdefault("FULLGRAPH_DEFAULT_MODEL", "builtin")
 
 failures = []
 
