@@ -182,7 +182,8 @@ void add_perplexity_command(CLI::App& app, GpuBackendFactory gpu) {
       "scored on its second half, every chunk a concurrent request of the engine");
   cmd->add_option("--text", options->text_file, "The text file to score (tokenized whole, with BOS if the tokenizer adds one)");
   cmd->add_option("--token-ids", options->token_ids_file,
-                  "Instead of --text: a file of token ids separated by commas and/or whitespace, scored as given");
+                  "Instead of --text: a file of token ids separated by commas and/or whitespace, chunked as --text's "
+                  "tokens are (each chunk's first id becomes BOS when the model's tokenizer adds one)");
   cmd->add_option("--context", options->context, "Tokens per chunk (N); the last N - 1 - N/2 of each are scored")
       ->capture_default_str();
   cmd->add_option("--chunks", options->chunks, "Score only the first K chunks (0 = all)")->capture_default_str()
