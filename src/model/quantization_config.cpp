@@ -171,7 +171,7 @@ bool QuantizationConfig::quantizes(const std::string& module) const {
 
 std::string_view activation_scheme_name(ActivationScheme scheme) {
   switch (scheme) {
-    case ActivationScheme::kNone: return "none";
+    case ActivationScheme::kNone: return "unquantized";
     case ActivationScheme::kDynamicPerToken: return "dynamic per-token";
     case ActivationScheme::kStaticPerTensor: return "static per-tensor";
   }

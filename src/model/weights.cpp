@@ -270,6 +270,11 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
   for (const std::string& name : checkpoint.names()) {
     if (expected.count(name) || ignorable(name)) continue;
     if (name == "lm_head.weight" && config.tie_word_embeddings) continue;  // tied: the embedding is used
+    if (config.quantization && (name.ends_with("_scale") || name.ends_with("_zero_point"))) {
+      fail("{}: unexpected tensor '{}': quantization_config ({}, {} activations) reads no such tensor for this "
+           "layer", checkpoint.dir(), name, config.quantization->method,
+           activation_scheme_name(config.quantization->activations));
+    }
     fail("{}: unexpected tensor '{}' for {} (is this checkpoint quantized, MoE or another architecture?)",
          checkpoint.dir(), name, config.architecture_name);
   }
