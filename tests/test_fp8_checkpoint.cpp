@@ -8,12 +8,14 @@
 
 #include <cstring>
 #include <fstream>
+#include <numeric>
 
 #include "backend/cpu/cpu_backend.h"
 #include "gguf_test_support.h"
 #include "model/config.h"
 #include "model/model_loader.h"
 #include "runner/greedy_generator.h"
+#include "runner/step_builder.h"
 #include "test_support.h"
 
 namespace fg {
@@ -74,6 +76,45 @@ TEST_P(Fp8Reference, LogitsMatchTransformersOnDequantizedWeights) {
     std::printf("%s, prompt of %lld: max |diff| / max |ref| = %.3g\n", GetParam().c_str(), static_cast<long long>(T),
                 relative);
     EXPECT_LE(relative, 1e-4f) << GetParam() << " prompt of " << T;
+  }
+}
+
+// Dynamic scales are per token, so a prompt's rows must not depend on what it is batched with:
+// the three prompts in one step give each prompt's logits from its own step, bit for bit (the CPU
+// backend's arithmetic per row is the same at every batch size).
+TEST_P(Fp8Reference, BatchedPromptsEqualSinglePrompts) {
+  CpuBackend backend;
+  const LoadedModel loaded = load_model(fp8_fixture(GetParam()).string(), LoadOptions{}, backend);
+  const std::vector<Prompt> prompts = reference_prompts(GetParam());
+  const int64_t block_size = 16;
+  int64_t total = 0, max_blocks = 0;
+  for (const Prompt& p : prompts) {
+    total += static_cast<int64_t>(p.ids.size());
+    max_blocks = std::max<int64_t>(max_blocks, (static_cast<int64_t>(p.ids.size()) + block_size - 1) / block_size);
+  }
+  LoadedModel copy = loaded;
+  LlamaModel model(copy.config, std::move(copy.weights), backend, total, total);
+  const auto run = [&](const std::vector<size_t>& which) {
+    KvCache kv = allocate_kv_cache(backend, model.config(), 1 + max_blocks * 3, block_size, DType::kF32);
+    std::vector<std::vector<int32_t>> blocks(which.size());
+    std::vector<ScheduledRequest> requests;
+    for (size_t r = 0; r < which.size(); ++r) {
+      const int64_t n = (static_cast<int64_t>(prompts[which[r]].ids.size()) + block_size - 1) / block_size;
+      for (int64_t b = 0; b < n; ++b) blocks[r].push_back(static_cast<int32_t>(1 + r * max_blocks + b));
+      requests.push_back(test::reference_request(prompts[which[r]].ids, 0, blocks[r], true));
+    }
+    DeviceStep d = upload_step(backend, requests, block_size, max_blocks);
+    const Tensor logits = model.forward(d.views.inputs, kv);
+    return std::vector<float>(logits.as<const float>(), logits.as<const float>() + logits.numel());
+  };
+  const std::vector<float> batched = run({0, 1, 2});
+  size_t offset = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::vector<float> single = run({i});
+    ASSERT_LE(offset + single.size(), batched.size());
+    EXPECT_TRUE(std::equal(single.begin(), single.end(), batched.begin() + static_cast<std::ptrdiff_t>(offset)))
+        << GetParam() << " prompt " << i;
+    offset += single.size();
   }
 }
 
