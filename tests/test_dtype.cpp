@@ -1,7 +1,8 @@
 // tests/test_dtype.cpp — convert_to_bf16, which the loader uses to run F16 and F32 checkpoints on
 // the CUDA backend: round to nearest even (ties to even), infinities and NaN kept, F16 subnormals
 // and the F16 maximum exact in and correctly rounded out. Expected bit patterns are worked out from
-// the IEEE formats in the comments, not produced by the code under test.
+// the IEEE formats in the comments, not produced by the code under test. Also the e4m3 conversions
+// of FP8 checkpoints and activation rounding, checked exhaustively against the format's definition.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -63,6 +64,47 @@ TEST(ConvertToBf16, Bf16IsCopiedAndIntegersAreRefused) {
   EXPECT_EQ(out, bits);
   const std::vector<int32_t> ints = {1, 2};
   EXPECT_THROW(convert_to_bf16(ints.data(), DType::kI32, out.data(), 2), Error);
+}
+
+// Every finite e4m3 code is a float that converts back to itself; between two neighbours the
+// midpoint goes to the even code (round to nearest even) and anything off it to the nearer one.
+// That pins float_to_e4m3 down wherever torch's .to(torch.float8_e4m3fn) is defined (|x| <= 448).
+TEST(E4M3, EveryCodeRoundTripsAndMidpointsRoundToEven) {
+  for (int code = 0; code < 256; ++code) {
+    const auto bits = static_cast<uint8_t>(code);
+    const float value = e4m3_to_float(bits);
+    if ((code & 0x7f) == 0x7f) {
+      EXPECT_TRUE(std::isnan(value)) << code;
+      continue;
+    }
+    EXPECT_EQ(float_to_e4m3(value), bits) << code << " = " << value;
+  }
+  for (int code = 0; code < 0x7e; ++code) {
+    const float lo = e4m3_to_float(static_cast<uint8_t>(code));
+    const float hi = e4m3_to_float(static_cast<uint8_t>(code + 1));
+    const float mid = (lo + hi) / 2;  // exact: e4m3 spacings are far above fp32's
+    const int even = code % 2 == 0 ? code : code + 1;
+    EXPECT_EQ(float_to_e4m3(mid), even) << "between " << lo << " and " << hi;
+    EXPECT_EQ(float_to_e4m3(-mid), even | 0x80) << "between " << -lo << " and " << -hi;
+    EXPECT_EQ(float_to_e4m3(std::nextafter(mid, lo)), code) << mid;
+    EXPECT_EQ(float_to_e4m3(std::nextafter(mid, hi)), code + 1) << mid;
+  }
+}
+
+TEST(E4M3, KnownValuesAndSaturation) {
+  EXPECT_EQ(e4m3_to_float(0x7e), 448.0f);
+  EXPECT_EQ(e4m3_to_float(0x08), 0x1p-6f);  // smallest normal
+  EXPECT_EQ(e4m3_to_float(0x01), 0x1p-9f);  // smallest subnormal
+  EXPECT_EQ(e4m3_to_float(0x38), 1.0f);
+  EXPECT_EQ(e4m3_to_float(0xc4), -3.0f);
+  EXPECT_EQ(float_to_e4m3(1000.0f), 0x7e);
+  EXPECT_EQ(float_to_e4m3(-448.5f), 0xfe);
+  EXPECT_EQ(float_to_e4m3(0x1p-11f), 0x00);
+  EXPECT_EQ(float_to_e4m3(-0.0f), 0x80);
+  EXPECT_EQ(float_to_e4m3(std::numeric_limits<float>::quiet_NaN()) & 0x7f, 0x7f);
+  EXPECT_EQ(dtype_size(DType::kF8E4M3), 1u);
+  EXPECT_EQ(parse_dtype("F8_E4M3"), DType::kF8E4M3);
+  EXPECT_EQ(parse_dtype("F8_E5M2"), std::nullopt);
 }
 
 }  // namespace

@@ -295,13 +295,25 @@ TEST_F(SafetensorsParse, ShapeProductOverflows) {
 
 TEST_F(SafetensorsParse, UnsupportedDtype) {
   const std::string path = dir_ / "bad.safetensors";
-  for (const char* dtype : {"F8_E4M3", "I8", "U8", "F64", "BOOL", "bf16"}) {
+  for (const char* dtype : {"F8_E5M2", "I8", "U8", "F64", "BOOL", "bf16"}) {
     std::string header = fmt::format(R"({{"q.weight":{{"dtype":"{}","shape":[1],"data_offsets":[0,1]}}}})", dtype);
     EXPECT_THAT(OpenError(raw_file(header, zeros(1))),
                 HasSubstr(fmt::format("unsupported dtype '{}' for tensor 'q.weight' in {}", dtype, path)));
   }
   EXPECT_THAT(OpenError(raw_file(R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})", zeros(4))),
               HasSubstr("dtype 7 (number), not a string"));
+}
+
+// FP8 checkpoints' weights: one byte per element.
+TEST_F(SafetensorsParse, F8E4M3IsOneBytePerElement) {
+  auto file = Open(raw_file(R"({"w":{"dtype":"F8_E4M3","shape":[2,3],"data_offsets":[0,6]}})",
+                            std::string("\x38\x40\xc4\0\0\x7e", 6)));
+  const Tensor w = file->tensor(*file->find("w"));
+  EXPECT_EQ(w.dtype, DType::kF8E4M3);
+  EXPECT_EQ(w.nbytes(), 6u);
+  EXPECT_EQ(e4m3_to_float(static_cast<const uint8_t*>(w.data)[2]), -3.0f);
+  EXPECT_THAT(OpenError(raw_file(R"({"w":{"dtype":"F8_E4M3","shape":[2,3],"data_offsets":[0,12]}})", zeros(12))),
+              HasSubstr("tensor 'w'"));
 }
 
 TEST_F(SafetensorsParse, MissingField) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,8 +53,9 @@ class Backend {
   // The dtype of activations between ops (F32 on the CPU reference, BF16 on GPUs).
   virtual DType activation_dtype() const = 0;
   // The dtype this backend keeps a weight stored as `stored` in: the loader converts on the host
-  // where they differ (the CPU reference runs BF16, F16 and F32 as they are; the CUDA kernels are
-  // BF16 only).
+  // where they differ (the CPU reference runs BF16, F16 and F32 as they are and FP8 weights
+  // dequantized to F32; the CUDA kernels are BF16 only). For F8_E4M3 only F32 is supported yet:
+  // the loader refuses FP8 checkpoints on a backend that answers anything else.
   virtual DType weight_dtype(DType stored) const { return stored; }
 
   virtual Allocation allocate(DType dtype, std::initializer_list<int64_t> dims) = 0;
@@ -103,6 +105,14 @@ class Backend {
   // (at every n, like linear's), which may differ from its own linear's in the last place.
   virtual void linear_group(const Tensor& x, const std::vector<LinearPart>& parts) {
     for (const LinearPart& p : parts) linear(x, *p.weight, p.bias, p.out);
+  }
+  // The input rounding of FP8 checkpoints that quantize activations (model/quantization_config.h),
+  // per row of x [n, in]: out = e4m3(clamp(x / s, -448, 448)) * s, rounded to nearest even as
+  // torch's .to(torch.float8_e4m3fn) does, where s is static_scale when given and otherwise the
+  // row's own max|x| / 448 (1 for an all-zero row, whose result is zero either way). out [n, in].
+  virtual void fp8_round(const Tensor& x, std::optional<float> static_scale, const Tensor& out) {
+    (void)x, (void)static_scale, (void)out;
+    fail("the {} backend cannot round activations to FP8 (FP8 checkpoints with quantized activations)", name());
   }
   // In place, per head: x[i, h, :] = rms_norm(x[i, h, :]) * weight. x [n, heads * hd], weight [hd].
   virtual void head_rms_norm(const Tensor& x, const Tensor& weight, float eps) = 0;

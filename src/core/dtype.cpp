@@ -1,5 +1,8 @@
-// core/dtype.cpp — dtype names, sizes and IEEE half-precision conversion.
+// core/dtype.cpp — dtype names, sizes and IEEE half-precision and e4m3 conversion.
 #include "core/dtype.h"
+
+#include <cmath>
+#include <limits>
 
 #include "core/error.h"
 
@@ -7,6 +10,8 @@ namespace fg {
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
+    case DType::kF8E4M3:
+      return 1;
     case DType::kBF16:
     case DType::kF16:
       return 2;
@@ -26,6 +31,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::kF32: return "F32";
     case DType::kI32: return "I32";
     case DType::kI64: return "I64";
+    case DType::kF8E4M3: return "F8_E4M3";
   }
   FG_ASSERT(false);
 }
@@ -36,6 +42,7 @@ std::optional<DType> parse_dtype(std::string_view name) {
   if (name == "F32") return DType::kF32;
   if (name == "I32") return DType::kI32;
   if (name == "I64") return DType::kI64;
+  if (name == "F8_E4M3") return DType::kF8E4M3;
   return std::nullopt;
 }
 
@@ -84,6 +91,38 @@ uint16_t float_to_f16(float value) {
   uint32_t mantissa_odd = (abs >> 13) & 1u;
   abs += 0xc8000fffu + mantissa_odd;  // rebias exponent (-112 << 23) and round to nearest even
   return static_cast<uint16_t>(sign | (abs >> 13));
+}
+
+float e4m3_to_float(uint8_t bits) {
+  const float sign = (bits & 0x80u) ? -1.0f : 1.0f;
+  const int exponent = (bits >> 3) & 0xf;
+  const int mantissa = bits & 0x7;
+  if (exponent == 0xf && mantissa == 0x7) return std::numeric_limits<float>::quiet_NaN();
+  if (exponent == 0) return sign * std::ldexp(static_cast<float>(mantissa), -9);  // subnormal: m * 2^-9
+  return sign * std::ldexp(static_cast<float>(8 + mantissa), exponent - 10);     // 1.m * 2^(e-7)
+}
+
+uint8_t float_to_e4m3(float value) {
+  if (std::isnan(value)) return 0x7f;
+  const uint8_t sign = std::signbit(value) ? 0x80 : 0x00;
+  const float magnitude = std::fabs(value);
+  if (magnitude >= kE4M3Max) return sign | 0x7e;
+  // Scaling by a power of two is exact, so nearbyint (round to nearest even, the default mode)
+  // rounds the value itself at its e4m3 spacing.
+  if (magnitude < 0x1p-6f) {
+    // Subnormal spacing 2^-9; a result of 8 is the smallest normal, whose code is also 8.
+    return sign | static_cast<uint8_t>(std::nearbyint(magnitude * 0x1p9f));
+  }
+  int exponent;
+  std::frexp(magnitude, &exponent);  // magnitude = f * 2^exponent, f in [0.5, 1)
+  int scaled = static_cast<int>(std::nearbyint(std::ldexp(magnitude, 4 - exponent)));  // in [8, 16]
+  int biased = exponent - 1 + 7;
+  if (scaled == 16) {
+    scaled = 8;
+    ++biased;
+  }
+  // magnitude < 448 rounds to at most 448 = code 0x7e, so no NaN code comes out here.
+  return sign | static_cast<uint8_t>((biased << 3) | (scaled - 8));
 }
 
 void convert_to_bf16(const void* src, DType from, uint16_t* dst, int64_t n) {

@@ -11,10 +11,12 @@
 
 namespace fg {
 
-enum class DType : uint8_t { kBF16, kF16, kF32, kI32, kI64 };
+// kF8E4M3 is float8_e4m3fn (1 sign, 4 exponent bits of bias 7, 3 mantissa bits; no infinities,
+// S.1111.111 is NaN, ±448 the largest finite values): the storage of FP8 checkpoints' weights.
+enum class DType : uint8_t { kBF16, kF16, kF32, kI32, kI64, kF8E4M3 };
 
 size_t dtype_size(DType dtype);
-// The safetensors spelling ("BF16", "F16", "F32", "I32", "I64").
+// The safetensors spelling ("BF16", "F16", "F32", "I32", "I64", "F8_E4M3").
 std::string_view dtype_name(DType dtype);
 // Parses a safetensors dtype string; nullopt for a type fullgraph does not handle.
 std::optional<DType> parse_dtype(std::string_view name);
@@ -52,6 +54,14 @@ template <typename F>
 void visit_host_type(DType dtype, F&& f);
 
 float f16_to_float(uint16_t bits);
+
+// Every e4m3 value is exactly a float.
+float e4m3_to_float(uint8_t bits);
+// Round to nearest even, as torch's .to(torch.float8_e4m3fn) does for |value| <= 448; larger
+// magnitudes saturate to ±448 (torch gives NaN there, which is why FP8 recipes clamp first, and
+// this is only ever called on clamped values). NaN stays NaN.
+uint8_t float_to_e4m3(float value);
+constexpr float kE4M3Max = 448.0f;
 uint16_t float_to_f16(float value);
 
 // n values of type `from` (BF16, F16 or F32) to BF16, each rounded to nearest even.

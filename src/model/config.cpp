@@ -4,9 +4,10 @@
 // file strictly; its JsonView names the field in every type error), Hugging Face's defaults for
 // absent fields, both spellings of the RoPE settings (the Hub's rope_theta + rope_scaling and
 // transformers 5's rope_parameters), and the refusal of every feature the engine does not
-// implement (sliding windows, mixtures of experts, quantized checkpoints, other activations and
-// RoPE types). A checkpoint that parses here must run exactly as transformers runs it, so
-// anything that would change the arithmetic is refused rather than ignored.
+// implement (sliding windows, mixtures of experts, other activations and RoPE types;
+// model/quantization_config reads the FP8 formats and refuses every other quantization). A
+// checkpoint that parses here must run exactly as transformers runs it, so anything that would
+// change the arithmetic is refused rather than ignored.
 // Every message starts with the source name and names the field.
 #include "model/config.h"
 
@@ -175,22 +176,6 @@ void refuse_mixture_of_experts(const JsonView& root) {
       fail("{}: {} {}: mixture-of-experts models are not supported", root.source(), key,
            root.member(key, value).describe());
     }
-  }
-}
-
-void refuse_quantization(const JsonView& root) {
-  for (const char* key : {"quantization_config", "compression_config"}) {
-    const std::optional<JsonView> quant = root.get_non_null(key);
-    if (!quant) continue;
-    std::string method;
-    if (quant->raw().is_object()) {
-      if (const std::optional<JsonView> m = quant->get_non_null("quant_method");
-          m && m->raw().is_string()) {
-        method = fmt::format(" (quant_method '{}')", m->as_string());
-      }
-    }
-    fail("{}: {} is present{}: quantized checkpoints are not supported", root.source(), key,
-         method);
   }
 }
 
@@ -372,7 +357,7 @@ ModelConfig parse_config(const JsonDocument& document) {
   refuse_unsupported_mlp(root);
   refuse_sliding_window(root, config);
   refuse_mixture_of_experts(root);
-  refuse_quantization(root);
+  config.quantization = parse_quantization_config(root);
 
   config.rms_norm_eps = 1e-6;
   if (const std::optional<JsonView> eps = root.get_non_null("rms_norm_eps"))

@@ -1,16 +1,19 @@
 // model/config.h — what fullgraph needs of a Hugging Face config.json, parsed and checked.
 //
 // Supported: LlamaForCausalLM, MistralForCausalLM (no sliding window), Qwen2ForCausalLM and
-// Qwen3ForCausalLM with SiLU MLPs, GQA, default or llama3 RoPE. Everything else is refused by
+// Qwen3ForCausalLM with SiLU MLPs, GQA, default or llama3 RoPE, unquantized or FP8 (see
+// quantization_config.h). Everything else is refused by
 // parse_model_config with a message naming the field.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attention/attention_metadata.h"
 #include "core/dtype.h"
+#include "model/quantization_config.h"
 
 namespace fg {
 
@@ -50,6 +53,8 @@ struct ModelConfig {
   bool qkv_bias = false;  // Qwen2 always; Llama/Mistral/Qwen3 when attention_bias is true
   bool qk_norm = false;   // Qwen3: per-head RMSNorm of q and k before RoPE
   DType dtype = DType::kBF16;  // the checkpoint's declared dtype ("dtype" or "torch_dtype")
+  // FP8 checkpoints: the scheme of their quantized linears (nullopt: none is quantized).
+  std::optional<QuantizationConfig> quantization;
   std::vector<int64_t> bos_token_ids;
   std::vector<int64_t> eos_token_ids;
 

@@ -35,6 +35,13 @@ class LlamaModel {
   void fill_activations(uint8_t byte);
 
  private:
+  // One layer of an FP8 checkpoint that quantizes activations: the layer loop's ops, unfused,
+  // with each linear's input rounded first (the rounding sits between a norm and its matmul, so
+  // the fused norm + matmul ops do not apply).
+  void fp8_input_layer(int64_t l, const StepInputs& step, const KvCache& kv, int64_t n);
+  // x itself, or x rounded per `in` into fp8_input_ (x [n, width]).
+  Tensor linear_input(const Tensor& x, const LinearInput& in);
+
   ModelConfig config_;
   ModelWeights weights_;
   Backend& backend_;
@@ -56,6 +63,9 @@ class LlamaModel {
   // up.
   Allocation span_;
   Allocation mlp_act_;       // [T, I]
+  // [T * max(H, nh * hd, I)] flat: a linear's input rounded to FP8 (allocated only for checkpoints
+  // that quantize activations; viewed as [n, the linear's input width]).
+  Allocation fp8_input_;
   Allocation selected_;         // [max_logits, H] residual rows that produce logits
   Allocation selected_normed_;  // [max_logits, H] the same rows after the final norm
   Allocation logits_;        // F32 [max_logits, V]

@@ -77,6 +77,11 @@ LoadedModel load_model(const std::string& dir, const LoadOptions& options, Backe
   } else {
     auto checkpoint = std::make_shared<const Checkpoint>(Checkpoint::open(dir));
     out.weights = load_weights(out.config, checkpoint, backend);
+    if (const std::optional<QuantizationConfig>& q = out.config.quantization) {
+      log::info("{}: FP8 checkpoint ({}, {} weight scales, {} activations), quantized linears dequantized to F32",
+                dir, q->method, q->weight_scale == WeightScaleGranularity::kPerChannel ? "per-channel" : "per-tensor",
+                activation_scheme_name(q->activations));
+    }
   }
   return out;
 }

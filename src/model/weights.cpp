@@ -10,6 +10,7 @@
 
 #include "core/host_buffer.h"
 #include "core/thread_pool.h"
+#include "model/fp8_weights.h"
 #include "model/safetensors.h"
 
 namespace fg {
@@ -49,6 +50,23 @@ Tensor* slot_for(ModelWeights& w, const ModelConfig& config, const std::string& 
     auto it = fields.find(rest);
     FG_ASSERT(it != fields.end());
     return &(L.*(it->second));
+  }
+  FG_ASSERT(false);
+}
+
+// Where a quantized linear's input rounding goes in ModelWeights.
+LinearInput* input_slot_for(ModelWeights& w, const ModelConfig& config, const std::string& name) {
+  static const std::vector<std::pair<std::string, LinearInput LayerWeights::*>> fields = {
+      {"self_attn.q_proj.weight", &LayerWeights::q_in},  {"self_attn.k_proj.weight", &LayerWeights::k_in},
+      {"self_attn.v_proj.weight", &LayerWeights::v_in},  {"self_attn.o_proj.weight", &LayerWeights::o_in},
+      {"mlp.gate_proj.weight", &LayerWeights::gate_in},  {"mlp.up_proj.weight", &LayerWeights::up_in},
+      {"mlp.down_proj.weight", &LayerWeights::down_in},
+  };
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    const std::string p = layer_prefix(l);
+    if (name.rfind(p, 0) != 0) continue;
+    for (const auto& [suffix, field] : fields)
+      if (name.substr(p.size()) == suffix) return &(w.layers[l].*field);
   }
   FG_ASSERT(false);
 }
@@ -186,6 +204,20 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
   std::set<std::string> expected;
   for (const WeightSpec& spec : expected_weights(config)) {
     expected.insert(spec.name);
+    const std::optional<std::string> linear = quantizable_linear(spec.name);
+    if (config.quantization && linear && config.quantization->quantizes(*linear)) {
+      FG_CHECK(backend.weight_dtype(DType::kF8E4M3) == DType::kF32, "{}: the {} backend does not run FP8 "
+               "checkpoints (quantization_config '{}'); the cpu backend does", checkpoint.dir(), backend.name(),
+               config.quantization->method);
+      if (!pool) pool.emplace();
+      const Fp8Linear fp8 = load_fp8_linear(checkpoint, spec, *config.quantization, *pool);
+      expected.insert(fp8.consumed.begin(), fp8.consumed.end());
+      const Tensor memory = placement.allocate(spec.name, DType::kF32, spec.numel());
+      backend.copy_from_host(memory, fp8.weight.data());
+      *slot_for(w, config, spec.name) = memory.view({spec.shape[0], spec.shape[1]});
+      *input_slot_for(w, config, spec.name) = {config.quantization->activations, fp8.input_scale.value_or(0.0f)};
+      continue;
+    }
     FG_CHECK(checkpoint.contains(spec.name), "{}: missing tensor '{}' (shape {} expected from config.json)",
              checkpoint.dir(), spec.name, shape_string(spec.shape));
     Tensor t = checkpoint.tensor(spec.name);
@@ -195,6 +227,15 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
              "heads {}/{} of head_dim {}, vocab_size {})",
              checkpoint.dir(), spec.name, shape_string(actual), shape_string(spec.shape), config.hidden_size,
              config.intermediate_size, config.num_heads, config.num_kv_heads, config.head_dim, config.vocab_size);
+    if (t.dtype == DType::kF8E4M3) {
+      const std::string module = spec.name.substr(0, spec.name.rfind('.'));
+      if (config.quantization && config.quantization->quantizes(module)) {
+        fail("{}: tensor '{}' is F8_E4M3: fullgraph runs FP8 weights in the q/k/v/o and gate/up/down projections "
+             "only", checkpoint.dir(), spec.name);
+      }
+      fail("{}: tensor '{}' is F8_E4M3 but config.json quantizes no such layer (no quantization_config, or the "
+           "layer is in its ignore list)", checkpoint.dir(), spec.name);
+    }
     FG_CHECK(t.dtype == DType::kBF16 || t.dtype == DType::kF16 || t.dtype == DType::kF32,
              "{}: tensor '{}' has dtype {}; weights must be BF16, F16 or F32", checkpoint.dir(), spec.name,
              dtype_name(t.dtype));
@@ -229,6 +270,11 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
   for (const std::string& name : checkpoint.names()) {
     if (expected.count(name) || ignorable(name)) continue;
     if (name == "lm_head.weight" && config.tie_word_embeddings) continue;  // tied: the embedding is used
+    if (config.quantization && (name.ends_with("_scale") || name.ends_with("_zero_point"))) {
+      fail("{}: unexpected tensor '{}': quantization_config ({}, {} activations) reads no such tensor for this "
+           "layer", checkpoint.dir(), name, config.quantization->method,
+           activation_scheme_name(config.quantization->activations));
+    }
     fail("{}: unexpected tensor '{}' for {} (is this checkpoint quantized, MoE or another architecture?)",
          checkpoint.dir(), name, config.architecture_name);
   }

@@ -16,6 +16,14 @@ namespace fg {
 
 class Checkpoint;
 
+// What a linear does to its input before the matmul: nothing, except in FP8 checkpoints that
+// quantize activations (model/quantization_config.h), where it is rounded to e4m3 with a scale
+// per token or the checkpoint's fixed scale (Backend::fp8_round).
+struct LinearInput {
+  ActivationScheme scheme = ActivationScheme::kNone;
+  float scale = 0.0f;  // kStaticPerTensor: the checkpoint's input_scale
+};
+
 struct LayerWeights {
   Tensor input_norm;          // [H]
   Tensor q_proj, q_bias;      // [nh * hd, H], [nh * hd] (bias only with qkv_bias)
@@ -26,6 +34,14 @@ struct LayerWeights {
   Tensor post_attention_norm; // [H]
   Tensor gate_proj, up_proj;  // [I, H]
   Tensor down_proj;           // [H, I]
+  // FP8 checkpoints: the input rounding of each linear (all kNone otherwise, and in ignored layers).
+  LinearInput q_in, k_in, v_in, o_in, gate_in, up_in, down_in;
+
+  bool rounds_inputs() const {
+    for (const LinearInput* in : {&q_in, &k_in, &v_in, &o_in, &gate_in, &up_in, &down_in})
+      if (in->scheme != ActivationScheme::kNone) return true;
+    return false;
+  }
 };
 
 struct ModelWeights {
@@ -54,6 +70,9 @@ std::vector<WeightSpec> expected_weights(const ModelConfig& config);
 
 // Loads and checks every weight: each expected tensor present with exactly its shape and a float
 // dtype, no unexpected tensors (a few harmless leftovers such as rotary inv_freq are ignored).
+// In FP8 checkpoints, the linears that config.quantization quantizes are read with their scales
+// (model/fp8_weights.h) and dequantized to the backend's Backend::weight_dtype(F8_E4M3), which
+// must be F32 (the CPU reference; other backends are refused).
 // Errors name the tensor, its shape and the config fields that imply another.
 // On a host backend the weights are views of the checkpoint's mmaps, which they keep alive.
 ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Checkpoint> checkpoint,

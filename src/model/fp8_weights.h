@@ -1,0 +1,37 @@
+// model/fp8_weights.h — one quantized linear of an FP8 checkpoint: its F8_E4M3 weight and scales
+// read, checked against quantization_config, and the weight dequantized on the host.
+//
+// Tensors of a quantized linear X (e.g. model.layers.0.mlp.down_proj):
+//   X.weight        F8_E4M3 [out, in]
+//   X.weight_scale  BF16, F16 or F32: [] or [1] per tensor, [out, 1] per channel
+//   X.input_scale   the same dtypes, [] or [1]: only with static activation scales
+// Dequantizing, fp8 * scale, is one fp32 multiply of two exact values: the result is what
+// transformers' and vLLM's own dequantization computes.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/host_buffer.h"
+#include "core/thread_pool.h"
+#include "model/quantization_config.h"
+#include "model/weights.h"
+
+namespace fg {
+
+struct Fp8Linear {
+  HostBuffer weight;                  // F32 [out, in]: the dequantized weight
+  std::optional<float> input_scale;   // the checkpoint's input scale (static activations only)
+  std::vector<std::string> consumed;  // the checkpoint tensors read, for the unexpected-tensor check
+};
+
+// Whether the weight `name` (a WeightSpec name) belongs to a linear that FP8 checkpoints
+// quantize (q/k/v/o and gate/up/down projections), and that linear's module name.
+std::optional<std::string> quantizable_linear(const std::string& weight_name);
+
+// Reads and dequantizes linear `spec` (spec.name ends in ".weight"). Errors name the tensor.
+Fp8Linear load_fp8_linear(const Checkpoint& checkpoint, const WeightSpec& spec, const QuantizationConfig& quant,
+                          ThreadPool& pool);
+
+}  // namespace fg
