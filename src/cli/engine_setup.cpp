@@ -225,6 +225,11 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   ro.check_graph_inputs = o.check_graph_inputs;
   if (!o.cuda_graph_sizes.empty()) ro.capture_sizes = parse_capture_sizes(o.cuda_graph_sizes, o.max_num_batched_tokens);
   s->runner = std::make_unique<ModelRunner>(*s->model, s->kv, ro, log);
+  // Each capture runs one forward of its size first: on the CPU the default sizes (up to the step
+  // budget) cost minutes for a trained model, where a GPU takes seconds.
+  if (o.device == "cpu" && o.cuda_graph_sizes.empty() && !o.enforce_eager)
+    log("on the CPU every graph size costs one forward to capture; --cuda-graph-sizes 1,2,4,8 or --enforce-eager "
+        "starts in seconds");
   {
     ProgressBar bar("capturing graphs", 0, o.progress);
     s->runner->capture_graphs([&bar](size_t done, size_t total) { bar.update(done, "", total); });
