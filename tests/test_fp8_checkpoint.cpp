@@ -30,21 +30,10 @@ json fixture_config(const std::string& name) {
   return json::parse(in);
 }
 
-struct Prompt {
-  std::vector<int32_t> ids;
-  std::vector<float> logits;  // [T, V]
-};
+using Prompt = test::ReferencePrompt;
 
 std::vector<Prompt> reference_prompts(const std::string& name) {
-  auto file = SafetensorsFile::open((fp8_fixture(name) / "reference.safetensors").string());
-  std::vector<Prompt> prompts;
-  for (int i = 0;; ++i) {
-    const std::string p = "prompt_" + std::to_string(i) + ".";
-    if (!file->find(p + "input_ids")) break;
-    prompts.push_back({test::tensor_values<int32_t>(file->tensor(*file->find(p + "input_ids"))),
-                       test::tensor_values<float>(file->tensor(*file->find(p + "logits")))});
-  }
-  return prompts;
+  return test::reference_logits((fp8_fixture(name) / "reference.safetensors").string());
 }
 
 // ---- logits against transformers --------------------------------------------------------------

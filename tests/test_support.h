@@ -83,4 +83,23 @@ inline float max_abs_diff(const std::vector<float>& a, const std::vector<float>&
   return m;
 }
 
+// A reference.safetensors file's prompts (prompt_I.input_ids and prompt_I.logits [T, V], I = 0, 1,
+// ... until one is missing), as the fixture scripts write them.
+struct ReferencePrompt {
+  std::vector<int32_t> ids;
+  std::vector<float> logits;  // [T, V]
+};
+
+inline std::vector<ReferencePrompt> reference_logits(const std::string& reference_safetensors) {
+  auto file = SafetensorsFile::open(reference_safetensors);
+  std::vector<ReferencePrompt> prompts;
+  for (int i = 0;; ++i) {
+    const std::string p = "prompt_" + std::to_string(i) + ".";
+    if (!file->find(p + "input_ids")) break;
+    prompts.push_back({tensor_values<int32_t>(file->tensor(*file->find(p + "input_ids"))),
+                       tensor_values<float>(file->tensor(*file->find(p + "logits")))});
+  }
+  return prompts;
+}
+
 }  // namespace fg::test

@@ -33,21 +33,10 @@ namespace {
 constexpr double kLogitsTolerance = 2e-2;
 constexpr float kTop1Margin = 0.02f;
 
-struct Prompt {
-  std::vector<int32_t> ids;
-  std::vector<float> logits;  // [T, V]
-};
+using Prompt = test::ReferencePrompt;
 
 std::vector<Prompt> reference_prompts(const std::string& model) {
-  auto file = SafetensorsFile::open(test::model_fixture(model) + "/reference.safetensors");
-  std::vector<Prompt> prompts;
-  for (int i = 0;; ++i) {
-    const std::string p = "prompt_" + std::to_string(i) + ".";
-    if (!file->find(p + "input_ids")) break;
-    prompts.push_back({test::tensor_values<int32_t>(file->tensor(*file->find(p + "input_ids"))),
-                       test::tensor_values<float>(file->tensor(*file->find(p + "logits")))});
-  }
-  return prompts;
+  return test::reference_logits(test::model_fixture(model) + "/reference.safetensors");
 }
 
 // The positions (as text; empty when none) where the reference has a clear winner and the GPU's
