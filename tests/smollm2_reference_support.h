@@ -74,6 +74,8 @@ struct SmolLM2Comparison {
   double top_max_rel = 0;      // over every position: max |got - ref| at the reference's top 20, / max |ref| there
   double top_norm_rel = 0;     // the same as a norm over all positions' top 20
   std::string top1_mismatches;  // positions whose clear reference winner is not ours
+  size_t top1_clear = 0;        // positions with a clear reference winner
+  size_t top1_flipped = 0;      // of those, the ones where ours differs
   size_t greedy_checked = 0;    // greedy steps compared (up to the first unclear one)
   std::string greedy_mismatch;  // the first compared step that differs, if any
 };
@@ -112,7 +114,9 @@ inline SmolLM2Comparison compare_smollm2(const SmolLM2Prompt& p, const GreedyRes
     }
     c.top_max_rel = std::max(c.top_max_rel, row_diff / row_ref);
     if (ref[0] - ref[1] > margin * row_ref) {
+      ++c.top1_clear;
       const int32_t ours = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+      if (ours != ids[0]) ++c.top1_flipped;
       if (ours != ids[0])
         c.top1_mismatches += " position " + std::to_string(t) + ": " + std::to_string(ours) + " instead of " +
                              std::to_string(ids[0]) + ";";

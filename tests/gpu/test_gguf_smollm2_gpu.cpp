@@ -3,12 +3,15 @@
 // permutation undone on the device copy), against transformers running the same file in float32
 // (tests/smollm2_reference_support.h), over the same six prompts as the CPU test.
 //
-// Tolerances, as tests/gpu/test_cuda_models.cpp derives them: the weights are rounded to bf16 and
-// activations stay bf16 between ops (2^-9 relative per rounding), so 30 layers land around 1e-2 of
-// the logits' norm; ||got - ref|| / ||ref|| <= 2e-2 per prompt, over the last position's full
-// logits and over every position's reference top 20, catches any indexing, masking or layout
-// error. Top-1 and greedy tokens are compared where the reference's margin exceeds 2% of the
-// largest |logit|.
+// Tolerances. The weights are rounded to bf16 and activations stay bf16 between ops (2^-9
+// relative per rounding); through 30 layers of a trained model (outlier channels) that lands at
+// 1-3% of the logits' norm. transformers itself, run in bf16 on the same file, is 1.1e-2 to 4.8e-2
+// from its float32 logits on these prompts (2.56e-2 on chat_france, 4.79e-2 on capital), and
+// flips the clear top-1 token at 1 of 829 positions of genesis_1000. The bounds are therefore
+// ||got - ref|| / ||ref|| <= 3e-2 per prompt, over the last position's full logits and over every
+// position's reference top 20 (any indexing, masking or layout error is O(1)), and at most 0.5%
+// of the positions with a clear reference winner (margin > 2% of the top-20's largest |logit|)
+// flipped. Greedy tokens are compared up to the first step without such a margin.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -22,7 +25,8 @@
 namespace fg {
 namespace {
 
-constexpr double kTolerance = 2e-2;
+constexpr double kTolerance = 3e-2;
+constexpr size_t kFlipsPer1000 = 5;
 constexpr double kTop1Margin = 0.02;
 
 TEST(GgufSmolLM2Gpu, MatchesTransformers) {
@@ -42,10 +46,11 @@ TEST(GgufSmolLM2Gpu, MatchesTransformers) {
     const auto c = test::compare_smollm2(p, got, loaded.config.vocab_size, kTop1Margin);
     std::cout << p.name << " (" << T << " tokens): last position " << c.last_norm_rel << " (max " << c.last_max_rel
               << "), top-20 " << c.top_norm_rel << " (max " << c.top_max_rel << ") relative; greedy "
-              << c.greedy_checked << "/" << p.greedy.size() << " compared\n";
+              << c.greedy_checked << "/" << p.greedy.size() << " compared; top-1 flipped at " << c.top1_flipped << " of "
+              << c.top1_clear << " clear positions\n";
     EXPECT_LE(c.last_norm_rel, kTolerance) << p.name;
     EXPECT_LE(c.top_norm_rel, kTolerance) << p.name;
-    EXPECT_EQ(c.top1_mismatches, "") << p.name;
+    EXPECT_LE(c.top1_flipped * 1000, kFlipsPer1000 * c.top1_clear) << p.name << ":" << c.top1_mismatches;
     EXPECT_EQ(c.greedy_mismatch, "") << p.name;
   }
 }
