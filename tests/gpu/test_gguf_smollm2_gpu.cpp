@@ -3,15 +3,16 @@
 // permutation undone on the device copy), against transformers running the same file in float32
 // (tests/smollm2_reference_support.h), over the same six prompts as the CPU test.
 //
-// Tolerances. The weights are rounded to bf16 and activations stay bf16 between ops (2^-9
-// relative per rounding); through 30 layers of a trained model (outlier channels) that lands at
-// 1-3% of the logits' norm. transformers itself, run in bf16 on the same file, is 1.1e-2 to 4.8e-2
-// from its float32 logits on these prompts (2.56e-2 on chat_france, 4.79e-2 on capital), and
-// flips the clear top-1 token at 1 of 829 positions of genesis_1000. The bounds are therefore
-// ||got - ref|| / ||ref|| <= 3e-2 per prompt, over the last position's full logits and over every
-// position's reference top 20 (any indexing, masking or layout error is O(1)), and at most 0.5%
-// of the positions with a clear reference winner (margin > 2% of the top-20's largest |logit|)
-// flipped. Greedy tokens are compared up to the first step without such a margin.
+// Tolerances, measured as the CPU test measures (max |got - ref| / max |ref| over the last
+// position's full logits; a token compared where the reference's margin exceeds twice the
+// tolerance, so the tolerance alone cannot flip it). The weights are rounded to bf16 and
+// activations stay bf16 between ops (2^-9 relative per rounding); through 30 layers of a trained
+// model that lands at 1-2% of the largest logit, so 2e-2 (the acceptance bound) catches any
+// indexing, masking or layout error (O(1)). Every position's reference top 20 is held to the same
+// bound as a norm over the prompt: one position's largest |logit| can be small, and a max over
+// positions would measure bf16's absolute error against it. For scale: transformers itself, run
+// in bf16 on the same file, is 2.3e-2 (capital) and 2.4e-2 (chat_france) of the largest logit
+// from its float32 last-position logits.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -25,9 +26,8 @@
 namespace fg {
 namespace {
 
-constexpr double kTolerance = 3e-2;
-constexpr size_t kFlipsPer1000 = 5;
-constexpr double kTop1Margin = 0.02;
+constexpr double kTolerance = 2e-2;
+constexpr double kTop1Margin = 2 * kTolerance;
 
 TEST(GgufSmolLM2Gpu, MatchesTransformers) {
   FG_REQUIRE_GPU();
@@ -48,9 +48,9 @@ TEST(GgufSmolLM2Gpu, MatchesTransformers) {
               << "), top-20 " << c.top_norm_rel << " (max " << c.top_max_rel << ") relative; greedy "
               << c.greedy_checked << "/" << p.greedy.size() << " compared; top-1 flipped at " << c.top1_flipped << " of "
               << c.top1_clear << " clear positions\n";
-    EXPECT_LE(c.last_norm_rel, kTolerance) << p.name;
+    EXPECT_LE(c.last_max_rel, kTolerance) << p.name;
     EXPECT_LE(c.top_norm_rel, kTolerance) << p.name;
-    EXPECT_LE(c.top1_flipped * 1000, kFlipsPer1000 * c.top1_clear) << p.name << ":" << c.top1_mismatches;
+    EXPECT_EQ(c.top1_mismatches, "") << p.name;
     EXPECT_EQ(c.greedy_mismatch, "") << p.name;
   }
 }
