@@ -23,16 +23,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct ReferencePrompt {
-  std::vector<int32_t> ids;
-  std::vector<float> logits;  // [T, V]
-};
+using test::ReferencePrompt;
 
 ReferencePrompt reference_prompt(const std::string& model, int index) {
-  auto file = SafetensorsFile::open(test::model_fixture(model) + "/reference.safetensors");
-  const std::string p = "prompt_" + std::to_string(index) + ".";
-  return {test::tensor_values<int32_t>(file->tensor(*file->find(p + "input_ids"))),
-          test::tensor_values<float>(file->tensor(*file->find(p + "logits")))};
+  return test::reference_logits(test::model_fixture(model) + "/reference.safetensors").at(static_cast<size_t>(index));
 }
 
 // The NLL sum of a chunk that is the first `context` tokens of `p`, from the reference logits:
