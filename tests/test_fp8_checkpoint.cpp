@@ -145,27 +145,53 @@ TEST(Fp8Round, DynamicPerRowStaticClampedAndZeroRows) {
   // Row 0: s = 3 / 448, so x / s = 448, -224 and 14.93.., which rounds to 15 (spacing 1 in [8, 16)).
   // Row 1: all zero. Row 2: below the smallest e4m3 spacing relative to its max, so it rounds to 0.
   std::vector<float> x = {3.0f, -1.5f, 0.1f, 0.0f, 0.0f, 0.0f, 448.0f, 0x1p-20f, -1.0f};
-  std::vector<float> out(x.size());
-  const Tensor in(x.data(), DType::kF32, {3, 3}), result(out.data(), DType::kF32, {3, 3});
-  backend.fp8_round(in, std::nullopt, result);
+  std::vector<uint8_t> values(x.size());
+  std::vector<float> scales(3);
+  const Tensor in(x.data(), DType::kF32, {3, 3});
+  const Fp8Rows out{Tensor(values.data(), DType::kF8E4M3, {3, 3}), Tensor(scales.data(), DType::kF32, {3})};
+  const auto rounded = [&](int i) { return e4m3_to_float(values[i]) * scales[i / 3]; };
+  backend.quantize_fp8(in, 0.0f, out);
   const float s = 3.0f / 448.0f;
-  EXPECT_EQ(out[0], 448.0f * s);
-  EXPECT_EQ(out[1], -224.0f * s);
-  EXPECT_EQ(out[2], 15.0f * s);
-  EXPECT_EQ(out[3], 0.0f);
-  EXPECT_EQ(out[5], 0.0f);
-  EXPECT_EQ(out[6], 448.0f);
-  EXPECT_EQ(out[7], 0.0f);
-  EXPECT_EQ(out[8], -1.0f);
+  EXPECT_EQ(scales[0], s);
+  EXPECT_EQ(scales[1], 1.0f);  // a row of zeros
+  EXPECT_EQ(scales[2], 1.0f);  // 448 / 448
+  EXPECT_EQ(rounded(0), 448.0f * s);
+  EXPECT_EQ(rounded(1), -224.0f * s);
+  EXPECT_EQ(rounded(2), 15.0f * s);
+  EXPECT_EQ(rounded(3), 0.0f);
+  EXPECT_EQ(rounded(5), 0.0f);
+  EXPECT_EQ(rounded(6), 448.0f);
+  EXPECT_EQ(rounded(7), 0.0f);
+  EXPECT_EQ(rounded(8), -1.0f);
 
   // A static scale: 3 / 0.01 = 300 rounds to 288 (spacing 32 in [256, 448]); 448 / 0.01 clamps to
   // 448; -1 / 0.01 = -100 is the midpoint of -96 and -104 and goes to the even code, -96.
-  backend.fp8_round(in, 0.01f, result);
-  EXPECT_EQ(out[0], 288.0f * 0.01f);
-  EXPECT_EQ(out[6], 448.0f * 0.01f);
-  EXPECT_EQ(out[8], -96.0f * 0.01f);
-  EXPECT_NE(test::error_of([&] { backend.fp8_round(in, 0.0f, result); }).find("static input scale"),
+  backend.quantize_fp8(in, 0.01f, out);
+  EXPECT_EQ(scales[0], 0.01f);
+  EXPECT_EQ(rounded(0), 288.0f * 0.01f);
+  EXPECT_EQ(rounded(6), 448.0f * 0.01f);
+  EXPECT_EQ(rounded(8), -96.0f * 0.01f);
+  EXPECT_NE(test::error_of([&] { backend.quantize_fp8(in, -1.0f, out); }).find("static input scale"),
             std::string::npos);
+}
+
+// Per-channel weight quantization (--quantization fp8): each row's scale is its max / 448, and
+// every value rounds to nearest even at that scale.
+TEST(Fp8Round, WeightsQuantizePerOutputChannel) {
+  CpuBackend backend;
+  std::vector<float> w = {1.0f, -0.5f, 0.3f, 0.0f, 0.0f, 0.0f, -896.0f, 2.0f, 100.0f};
+  std::vector<uint8_t> q(w.size());
+  std::vector<float> scales(3);
+  backend.quantize_weight_fp8(Tensor(w.data(), DType::kF32, {3, 3}), Tensor(q.data(), DType::kF8E4M3, {3, 3}),
+                              Tensor(scales.data(), DType::kF32, {3}));
+  EXPECT_EQ(scales[0], 1.0f / 448.0f);
+  EXPECT_EQ(scales[1], 1.0f);
+  EXPECT_EQ(scales[2], 2.0f);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const float s = scales[i / 3];
+    EXPECT_EQ(q[i], float_to_e4m3(w[i] / s)) << i;
+  }
+  EXPECT_EQ(e4m3_to_float(q[6]) * scales[2], -896.0f);  // the row's max is exact
 }
 
 // ---- refused configs --------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <exception>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -90,6 +91,35 @@ ModelWeights random_weights(CudaBackend& backend, const ModelConfig& c) {
   return w;
 }
 
+// The model's linears in FP8, quantized per output channel on the device from its BF16 weights
+// (q/k/v and gate/up spans quantized whole, so their parts stay back to back), inputs rounded per
+// token: what --quantization fp8 makes of these weights. The BF16 copies stay allocated.
+void quantize_linears_fp8(CudaBackend& backend, ModelWeights& w) {
+  const auto quantize = [&](const Tensor& first, int64_t rows) {
+    const Tensor span(first.data, DType::kBF16, {rows, first.dim(1)}, Device::kCuda);
+    Allocation q = backend.allocate(DType::kF8E4M3, {rows, first.dim(1)});
+    Allocation scales = backend.allocate(DType::kF32, {rows});
+    backend.quantize_weight_fp8(span, q.tensor, scales.tensor);
+    w.keep_alive.push_back(q.memory);
+    w.keep_alive.push_back(scales.memory);
+    return std::pair{q.tensor, scales.tensor};
+  };
+  const LinearInput per_token{ActivationScheme::kDynamicPerToken, 0.0f};
+  for (LayerWeights& L : w.layers) {
+    const int64_t q = L.q_proj.dim(0), kv = L.k_proj.dim(0), I = L.gate_proj.dim(0);
+    const auto [qkv, qkv_scales] = quantize(L.q_proj, q + 2 * kv);
+    L.q_proj = qkv.rows(0, q), L.k_proj = qkv.rows(q, kv), L.v_proj = qkv.rows(q + kv, kv);
+    L.q_scale = qkv_scales.rows(0, q), L.k_scale = qkv_scales.rows(q, kv), L.v_scale = qkv_scales.rows(q + kv, kv);
+    std::tie(L.o_proj, L.o_scale) = quantize(L.o_proj, L.o_proj.dim(0));
+    const auto [gate_up, gate_up_scales] = quantize(L.gate_proj, 2 * I);
+    L.gate_proj = gate_up.rows(0, I), L.up_proj = gate_up.rows(I, I);
+    L.gate_scale = gate_up_scales.rows(0, I), L.up_scale = gate_up_scales.rows(I, I);
+    std::tie(L.down_proj, L.down_scale) = quantize(L.down_proj, L.down_proj.dim(0));
+    L.q_in = L.k_in = L.v_in = L.o_in = L.gate_in = L.up_in = L.down_in = per_token;
+  }
+  backend.synchronize();
+}
+
 // The table of a step breakdown (step_breakdown.h), kernels in the order they first run.
 nlohmann::json print_breakdown(const std::string& model, int64_t batch, const StepBreakdown& b) {
   fmt::print("  where the graph replay of {}'s batch-{} step goes ({:.1f} us; each kernel's time added to the\n"
@@ -109,15 +139,18 @@ nlohmann::json print_breakdown(const std::string& model, int64_t batch, const St
 }  // namespace
 
 nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& attention,
-                                  const std::vector<int64_t>& breakdown_batches) {
+                                  const std::vector<int64_t>& breakdown_batches, bool fp8) {
   constexpr int64_t kContext = 512, kBlockSize = 16, kMaxBatch = 64;
   constexpr int64_t kBlocksPerRequest = kContext / kBlockSize;
   nlohmann::json rows = nlohmann::json::array();
-  fmt::print("\nDecode step, random weights, context {} per request, {} attention\n", kContext, attention);
+  fmt::print("\nDecode step, random weights{}, context {} per request, {} attention\n",
+             fp8 ? " (linears in FP8, per-channel scales, inputs per token; LM head BF16)" : "", kContext, attention);
   fmt::print("{:<14} {:>5} | {:>10} {:>10}\n", "model", "batch", "eager ms", "graph ms");
   for (const auto& [name, c] : decode_step_models()) {
     backend.set_attention(make_attention_backend(attention, attention_limits(c, kMaxBatch, kMaxBatch, kContext, kBlockSize)));
-    LlamaModel model(c, random_weights(backend, c), backend, kMaxBatch, kMaxBatch);
+    ModelWeights weights = random_weights(backend, c);
+    if (fp8) quantize_linears_fp8(backend, weights);
+    LlamaModel model(c, std::move(weights), backend, kMaxBatch, kMaxBatch);
     KvCache kv = allocate_kv_cache(backend, c, 1 + kMaxBatch * kBlocksPerRequest, kBlockSize, DType::kBF16);
     for (size_t l = 0; l < kv.layers.size(); ++l)
       for (const Tensor* t : {&kv.layers[l].k, &kv.layers[l].v})
@@ -157,6 +190,7 @@ nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& atten
       }
       fmt::print("{:<14} {:>5} | {:>10.3f} {:>10.3f}\n", name, batch, eager_ms, graph_ms);
       rows.push_back({{"model", name}, {"batch", batch}, {"context", kContext}, {"attention", attention},
+                      {"weights", fp8 ? "fp8" : "bf16"},
                       {"eager_ms", eager_ms},
                       {"graph_ms", std::isnan(graph_ms) ? nlohmann::json() : nlohmann::json(graph_ms)}});
       const bool broken_down =

@@ -20,7 +20,8 @@ namespace fg::bench {
 const std::vector<std::string>& kernel_benchmark_tables() {
   static const std::vector<std::string> tables = {"linear",       "gated_mlp",   "residual_stream",
                                                   "streamed_k_slices", "streamed_blocks_per_sm",
-                                                  "direct_warps", "decode_step", "linear_rows"};
+                                                  "direct_warps", "decode_step", "linear_rows",
+                                                  "fp8_linear", "fp8_gemm_rows", "decode_step_fp8"};
   return tables;
 }
 
@@ -51,6 +52,10 @@ int run_kernel_benchmarks(const std::string& json_out, const std::string& attent
   if (wanted("streamed_blocks_per_sm")) result["streamed_blocks_per_sm"] = bench_streamed_blocks_per_sm(backend);
   if (wanted("direct_warps")) result["direct_warps"] = bench_direct_warps(backend);
   if (wanted("decode_step")) result["decode_step"] = bench_decode_steps(backend, attention, breakdown_batches);
+  if (wanted("fp8_linear")) result["fp8_linear"] = bench_fp8_linears(backend, copy_gbps);
+  if (wanted("fp8_gemm_rows")) result["fp8_gemm_rows"] = bench_fp8_gemm_rows(backend);
+  if (wanted("decode_step_fp8"))
+    result["decode_step_fp8"] = bench_decode_steps(backend, attention, breakdown_batches, /*fp8=*/true);
   if (!json_out.empty()) {
     std::ofstream(json_out) << result.dump(2) << "\n";
     fmt::print("\nwritten to {}\n", json_out);

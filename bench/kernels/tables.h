@@ -28,8 +28,14 @@ nlohmann::json bench_gated_mlp(CudaBackend& backend, double copy_gbps);
 nlohmann::json bench_residual_stream(CudaBackend& backend);
 
 // decode_step_bench.cpp: whole decode steps on random weights, eager and as one graph replay, with
-// the graph replay of the batches in `breakdown_batches` broken down by kernel.
+// the graph replay of the batches in `breakdown_batches` broken down by kernel; with `fp8`, the
+// linears quantized to FP8 on the device first.
 nlohmann::json bench_decode_steps(CudaBackend& backend, const std::string& attention,
-                                  const std::vector<int64_t>& breakdown_batches);
+                                  const std::vector<int64_t>& breakdown_batches, bool fp8 = false);
+
+// fp8_tables.cpp: the FP8 decode matmuls (1-16 rows) against BF16 and cuBLASLt's FP8 GEMM, and
+// cuBLASLt's FP8 GEMM against its BF16 one at 512-8192 rows.
+nlohmann::json bench_fp8_linears(CudaBackend& backend, double copy_gbps);
+nlohmann::json bench_fp8_gemm_rows(CudaBackend& backend);
 
 }  // namespace fg::bench

@@ -33,6 +33,7 @@ namespace {
 struct BenchOptions {
   std::string model_dir, shape = "llama-3.2-1b", device = "cpu", attention = "auto", output_json;
   std::string json_schema, tokenizer;  // every decode request constrained by this schema
+  std::string quantization;            // "" | fp8: the linears quantized at load (--quantization)
   int grammar_threads = 1;             // the mask-filling pool (the engine's default)
   std::string batch_sizes = "1,8,64,256";
   int64_t context = 512, prefill_chunk = 256, steps = 20, warmup = 3, block_size = 16;
@@ -115,6 +116,10 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
   } else {
     config = named_model_config(o.shape);
     source = o.shape;
+  }
+  if (o.quantization == "fp8") {
+    FG_CHECK(!config.quantization, "--quantization fp8: {} is quantized already", source);
+    config.quantization = quantize_at_load_config();
   }
   const int64_t max_tokens = std::max(max_batch, o.prefill_chunk + (o.mixed ? max_batch : 0));
   const int64_t context_tokens = o.context + o.prefill_chunk;  // the mixed request's prompt is longest
@@ -210,8 +215,11 @@ void add_latency_command(CLI::App& bench, GpuBackendFactory gpu) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = bench.add_subcommand("latency", "Per-step time of decode and mixed batches, eager vs full graph");
   cmd->add_option("--model", o->model_dir, "A folder with config.json, a .gguf file, or ORG/NAME in the Hugging Face cache (weights are dummy)");
-  cmd->add_option("--shape", o->shape, "A named shape: llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen3-0.6b")
+  cmd->add_option("--shape", o->shape, "A named shape: llama-3.2-1b, llama-3.1-8b, llama-3.1-70b, qwen2.5-0.5b, qwen3-0.6b")
       ->capture_default_str();
+  cmd->add_option("--quantization,-q", o->quantization,
+                 "fp8: the q/k/v/o and gate/up/down projections in FP8, quantized at load (as serve's --quantization)")
+      ->check(CLI::IsMember({"fp8"}));
   cmd->add_option("--device", o->device, "cpu | cuda")->capture_default_str();
   cmd->add_option("--attention", o->attention, "GPU attention backend: auto | flash | split_kv")->capture_default_str();
   cmd->add_option("--batch-sizes", o->batch_sizes, "Decode batch sizes")->capture_default_str();

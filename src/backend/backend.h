@@ -45,6 +45,21 @@ struct LinearPart {
   Tensor out;
 };
 
+// The input of an FP8 linear: activation rows rounded to e4m3, row i = values[i, :] * scales[i].
+struct Fp8Rows {
+  Tensor values;  // F8_E4M3 [n, width]
+  Tensor scales;  // F32 [n]
+};
+
+// One FP8 linear of a linear_fp8_group: weight F8_E4M3 [rows, in], scale F32 [rows] (one per
+// output channel), bias [rows] in the activation dtype or null, out [n, rows].
+struct Fp8LinearPart {
+  const Tensor* weight;
+  const Tensor* scale;
+  const Tensor* bias;
+  Tensor out;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -52,10 +67,9 @@ class Backend {
   virtual std::string name() const = 0;
   // The dtype of activations between ops (F32 on the CPU reference, BF16 on GPUs).
   virtual DType activation_dtype() const = 0;
-  // The dtype this backend keeps a weight stored as `stored` in: the loader converts on the host
-  // where they differ (the CPU reference runs BF16, F16 and F32 as they are and FP8 weights
-  // dequantized to F32; the CUDA kernels are BF16 only). For F8_E4M3 only F32 is supported yet:
-  // the loader refuses FP8 checkpoints on a backend that answers anything else.
+  // The dtype this backend keeps a float weight stored as `stored` (BF16, F16 or F32) in: the
+  // loader converts on the host where they differ (the CPU reference runs them as they are; the
+  // CUDA kernels are BF16 only). FP8 weights stay F8_E4M3 with their scales (linear_fp8_group).
   virtual DType weight_dtype(DType stored) const { return stored; }
 
   virtual Allocation allocate(DType dtype, std::initializer_list<int64_t> dims) = 0;
@@ -106,13 +120,51 @@ class Backend {
   virtual void linear_group(const Tensor& x, const std::vector<LinearPart>& parts) {
     for (const LinearPart& p : parts) linear(x, *p.weight, p.bias, p.out);
   }
-  // The input rounding of FP8 checkpoints that quantize activations (model/quantization_config.h),
-  // per row of x [n, in]: out = e4m3(clamp(x / s, -448, 448)) * s, rounded to nearest even as
-  // torch's .to(torch.float8_e4m3fn) does, where s is static_scale when given and otherwise the
-  // row's own max|x| / 448 (1 for an all-zero row, whose result is zero either way). out [n, in].
-  virtual void fp8_round(const Tensor& x, std::optional<float> static_scale, const Tensor& out) {
+  // FP8 linears (model/quantization_config.h): the weight F8_E4M3 [out, in] with a scale per
+  // output channel F32 [out] (weight = e4m3 * scale), its input rounded to e4m3 with a scale per
+  // token row first (Fp8Rows).
+  //
+  // Rounds each row of x [n, width] (the activation dtype) to e4m3: its scale s is static_scale
+  // when that is > 0, else max|x_row| / 448 in fp32 (1 for a row of zeros); out.values =
+  // e4m3(clamp(x / s, -448, 448)), the division in fp32, rounded to nearest even as torch's
+  // .to(torch.float8_e4m3fn) does; out.scales = s.
+  virtual void quantize_fp8(const Tensor& x, float static_scale, const Fp8Rows& out) {
     (void)x, (void)static_scale, (void)out;
-    fail("the {} backend cannot round activations to FP8 (FP8 checkpoints with quantized activations)", name());
+    fail("the {} backend does not run FP8 linears", name());
+  }
+  // rms_norm of x into normed (scratch [n, H]), then quantize_fp8 of it. A backend may run both
+  // as one kernel: out then holds the bits of the two steps, and normed is left unwritten.
+  virtual void rms_norm_quantize_fp8(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
+                                     float static_scale, const Fp8Rows& out) {
+    rms_norm(x, norm_weight, eps, normed);
+    quantize_fp8(normed, static_scale, out);
+  }
+  // silu_mul of gate and up into act (scratch [n, I]), then quantize_fp8 of it; fusable likewise.
+  virtual void silu_mul_quantize_fp8(const Tensor& gate, const Tensor& up, const Tensor& act, float static_scale,
+                                     const Fp8Rows& out) {
+    silu_mul(gate, up, act);
+    quantize_fp8(act, static_scale, out);
+  }
+  // For each part: out[i, j] = (sum_k x.values[i, k] * weight[j, k]) * x.scales[i] * scale[j]
+  // (+ bias[j]), the products of e4m3 values exact, the sum and the scaling in fp32, one rounding
+  // to the activation dtype. As in linear_group, a backend may run parts whose weights, scales
+  // (and biases) lie back to back as one matmul.
+  virtual void linear_fp8_group(const Fp8Rows& x, const std::vector<Fp8LinearPart>& parts) {
+    (void)x, (void)parts;
+    fail("the {} backend does not run FP8 linears", name());
+  }
+  // residual += the FP8 linear of x: linear_fp8_group into out (scratch [n, H]), then add().
+  virtual void linear_fp8_residual_add(const Fp8Rows& x, const Tensor& weight, const Tensor& scale, const Tensor& out,
+                                       const Tensor& residual) {
+    linear_fp8_group(x, {{&weight, &scale, nullptr, out}});
+    add(residual, out);
+  }
+  // A weight w [out, in] (a float dtype this backend keeps weights in) quantized per output
+  // channel: scales[j] = max_k |w[j, k]| / 448 in fp32 (1 where 0), q[j, k] = e4m3(w[j, k] /
+  // scales[j]) rounded as in quantize_fp8. q F8_E4M3 [out, in], scales F32 [out].
+  virtual void quantize_weight_fp8(const Tensor& w, const Tensor& q, const Tensor& scales) {
+    (void)w, (void)q, (void)scales;
+    fail("the {} backend does not quantize weights to FP8", name());
   }
   // In place, per head: x[i, h, :] = rms_norm(x[i, h, :]) * weight. x [n, heads * hd], weight [hd].
   virtual void head_rms_norm(const Tensor& x, const Tensor& weight, float eps) = 0;

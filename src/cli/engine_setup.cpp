@@ -52,9 +52,14 @@ void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
                  "fetches it), else the built-in tiny model with random weights");
   add_model_file_options(cmd, o);
   cmd.add_option("--shape", o.shape,
-                 "Instead of --model: a named shape with dummy weights (llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, "
-                 "qwen3-0.6b); prompts must then be token ids, unless --tokenizer gives a tokenizer");
+                 "Instead of --model: a named shape with dummy weights (llama-3.2-1b, llama-3.1-8b, llama-3.1-70b, "
+                 "qwen2.5-0.5b, qwen3-0.6b); prompts must then be token ids, unless --tokenizer gives a tokenizer");
   cmd.add_option("--load-format", o.load_format, "auto | safetensors | dummy (random weights)")->capture_default_str();
+  cmd.add_option("--quantization,-q", o.quantization,
+                 "fp8: quantize the q/k/v/o and gate/up/down projections of a float checkpoint (or --shape) to FP8 "
+                 "e4m3 as they load, a scale per output channel, inputs rounded with a scale per token (vLLM's "
+                 "--quantization fp8); embeddings, norms and the LM head stay as they are. FP8 checkpoints need no flag")
+      ->check(CLI::IsMember({"fp8"}));
   cmd.add_option("--device", o.device, "cpu | cuda")->capture_default_str();
   cmd.add_option("--attention", o.attention,
                  "GPU attention: auto (split_kv for small decode batches, flash for the rest) | flash | split_kv | "
@@ -148,11 +153,13 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   if (!o.shape.empty()) {
     s->config = named_model_config(o.shape);
     s->source = o.shape + " (dummy weights)";
+    if (o.quantization == "fp8") s->config.quantization = quantize_at_load_config();
     weights = dummy_weights(s->config, backend);
   } else {
     LoadOptions load;
     load.format = parse_load_format(o.load_format);
     load.round_rope_inv_freq_to_bf16 = o.rope_bf16;
+    load.quantize_fp8 = o.quantization == "fp8";
     LoadedModel loaded = load_model(files.model_dir, load, backend);
     s->config = loaded.config;
     s->source = loaded.source;

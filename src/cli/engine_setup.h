@@ -34,6 +34,7 @@ struct EngineSetupOptions {
   std::string dtype = "auto";              // auto | bfloat16 | float16 | float32 (and vLLM's half, float)
   std::string shape;         // a named shape (dummy weights, no tokenizer unless built-in)
   std::string load_format = "auto";
+  std::string quantization;  // "" | fp8: quantize the float linears at load (LoadOptions::quantize_fp8)
   std::string device = "cpu";
   std::string attention = "auto";
   int threads = 0;

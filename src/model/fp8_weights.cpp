@@ -55,8 +55,7 @@ std::optional<std::string> quantizable_linear(const std::string& weight_name) {
   return std::nullopt;
 }
 
-Fp8Linear load_fp8_linear(const Checkpoint& checkpoint, const WeightSpec& spec, const QuantizationConfig& quant,
-                          ThreadPool& pool) {
+Fp8Linear read_fp8_linear(const Checkpoint& checkpoint, const WeightSpec& spec, const QuantizationConfig& quant) {
   const std::string module = *quantizable_linear(spec.name);
   const std::string& dir = checkpoint.dir();
   const int64_t rows = spec.shape[0], cols = spec.shape[1];
@@ -99,13 +98,18 @@ Fp8Linear load_fp8_linear(const Checkpoint& checkpoint, const WeightSpec& spec, 
     out.consumed.push_back(input_name);
   }
 
-  out.weight = HostBuffer(static_cast<size_t>(rows * cols) * sizeof(float));
-  auto* dst = reinterpret_cast<float*>(out.weight.data());
-  const auto* src = static_cast<const uint8_t*>(weight.data);
+  out.weight = static_cast<const uint8_t*>(weight.data);
+  out.channel_scales = per_channel ? scales : std::vector<float>(static_cast<size_t>(rows), scales[0]);
+  return out;
+}
+
+HostBuffer dequantize_fp8_linear(const Fp8Linear& linear, int64_t rows, int64_t cols, ThreadPool& pool) {
+  HostBuffer out(static_cast<size_t>(rows * cols) * sizeof(float));
+  auto* dst = reinterpret_cast<float*>(out.data());
   pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const float s = scales[per_channel ? static_cast<size_t>(r) : 0];
-      for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = e4m3_to_float(src[r * cols + c]) * s;
+      const float s = linear.channel_scales[static_cast<size_t>(r)];
+      for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = e4m3_to_float(linear.weight[r * cols + c]) * s;
     }
   });
   return out;

@@ -1,5 +1,6 @@
 // model/fp8_weights.h — one quantized linear of an FP8 checkpoint: its F8_E4M3 weight and scales
-// read, checked against quantization_config, and the weight dequantized on the host.
+// read and checked against quantization_config, and the weight dequantized on the host where a
+// linear runs unquantized.
 //
 // Tensors of a quantized linear X (e.g. model.layers.0.mlp.down_proj):
 //   X.weight        F8_E4M3 [out, in]
@@ -21,7 +22,8 @@
 namespace fg {
 
 struct Fp8Linear {
-  HostBuffer weight;                  // F32 [out, in]: the dequantized weight
+  const uint8_t* weight = nullptr;    // F8_E4M3 [out, in], in the checkpoint's mmap
+  std::vector<float> channel_scales;  // [out]: a per-tensor scale repeated, so both layouts run alike
   std::optional<float> input_scale;   // the checkpoint's input scale (static activations only)
   std::vector<std::string> consumed;  // the checkpoint tensors read, for the unexpected-tensor check
 };
@@ -30,8 +32,10 @@ struct Fp8Linear {
 // quantize (q/k/v/o and gate/up/down projections), and that linear's module name.
 std::optional<std::string> quantizable_linear(const std::string& weight_name);
 
-// Reads and dequantizes linear `spec` (spec.name ends in ".weight"). Errors name the tensor.
-Fp8Linear load_fp8_linear(const Checkpoint& checkpoint, const WeightSpec& spec, const QuantizationConfig& quant,
-                          ThreadPool& pool);
+// Reads linear `spec` (spec.name ends in ".weight") and checks it. Errors name the tensor.
+Fp8Linear read_fp8_linear(const Checkpoint& checkpoint, const WeightSpec& spec, const QuantizationConfig& quant);
+
+// The weight of `linear` [rows, cols] dequantized, e4m3 * scale, as F32.
+HostBuffer dequantize_fp8_linear(const Fp8Linear& linear, int64_t rows, int64_t cols, ThreadPool& pool);
 
 }  // namespace fg

@@ -52,8 +52,9 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, Backend& backen
   proj_out_ = backend.allocate(act, {T, c.hidden_size});
   span_ = backend.allocate(act, {T, std::max(2 * c.intermediate_size, c.q_size() + 2 * c.kv_size())});
   mlp_act_ = backend.allocate(act, {T, c.intermediate_size});
-  if (c.quantization && c.quantization->activations != ActivationScheme::kNone) {
-    fp8_input_ = backend.allocate(act, {T * std::max({c.hidden_size, c.q_size(), c.intermediate_size})});
+  if (std::any_of(weights_.layers.begin(), weights_.layers.end(), [](const LayerWeights& w) { return w.any_fp8(); })) {
+    fp8_values_ = backend.allocate(DType::kF8E4M3, {T * std::max({c.hidden_size, c.q_size(), c.intermediate_size})});
+    fp8_scales_ = backend.allocate(DType::kF32, {T});
   }
   selected_ = backend.allocate(act, {max_logits, c.hidden_size});
   selected_normed_ = backend.allocate(act, {max_logits, c.hidden_size});
@@ -62,7 +63,7 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, Backend& backen
 
 void LlamaModel::fill_activations(uint8_t byte) {
   for (const Allocation* a : {&residual_, &normed_, &q_, &k_, &v_, &attn_out_, &proj_out_, &span_, &mlp_act_,
-                              &fp8_input_, &selected_, &selected_normed_, &logits_}) {
+                              &fp8_values_, &fp8_scales_, &selected_, &selected_normed_, &logits_}) {
     if (!a->memory) continue;
     const std::vector<uint8_t> bytes(a->tensor.nbytes(), byte);
     backend_.copy_from_host(a->tensor, bytes.data());
@@ -98,8 +99,8 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
   b.embedding(step.input_ids, weights_.embed_tokens, residual);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& w = weights_.layers[l];
-    if (w.rounds_inputs()) {
-      fp8_input_layer(l, step, kv, n);
+    if (w.any_fp8()) {
+      fp8_layer(l, step, kv, n);
       continue;
     }
 
@@ -135,48 +136,6 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
   b.rms_norm(selected, weights_.final_norm, eps, selected_normed);
   b.linear(selected_normed, weights_.lm_head, nullptr, logits);
   return logits;
-}
-
-Tensor LlamaModel::linear_input(const Tensor& x, const LinearInput& in) {
-  if (in.scheme == ActivationScheme::kNone) return x;
-  const Tensor out = fp8_input_.tensor.rows(0, x.numel()).view({x.dim(0), x.dim(1)});
-  backend_.fp8_round(x, in.scheme == ActivationScheme::kStaticPerTensor ? std::optional<float>(in.scale) : std::nullopt,
-                     out);
-  return out;
-}
-
-void LlamaModel::fp8_input_layer(int64_t l, const StepInputs& step, const KvCache& kv, int64_t n) {
-  const ModelConfig& c = config_;
-  const LayerWeights& w = weights_.layers[l];
-  Backend& b = backend_;
-  const float eps = static_cast<float>(c.rms_norm_eps);
-  const Tensor residual = residual_.tensor.rows(0, n), normed = normed_.tensor.rows(0, n);
-  const Tensor q = q_.tensor.rows(0, n), k = k_.tensor.rows(0, n), v = v_.tensor.rows(0, n);
-  const Tensor attn_out = attn_out_.tensor.rows(0, n), proj_out = proj_out_.tensor.rows(0, n);
-  const Tensor mlp_act = mlp_act_.tensor.rows(0, n);
-  const Tensor span = span_.tensor.view({span_.tensor.numel()});
-  const int64_t I = c.intermediate_size;
-  const Tensor gate = span.rows(0, n * I).view({n, I}), up = span.rows(n * I, n * I).view({n, I});
-
-  // Each linear rounds its own input: static scales may differ between q, k and v.
-  b.rms_norm(residual, w.input_norm, eps, normed);
-  b.linear(linear_input(normed, w.q_in), w.q_proj, c.qkv_bias ? &w.q_bias : nullptr, q);
-  b.linear(linear_input(normed, w.k_in), w.k_proj, c.qkv_bias ? &w.k_bias : nullptr, k);
-  b.linear(linear_input(normed, w.v_in), w.v_proj, c.qkv_bias ? &w.v_bias : nullptr, v);
-  if (c.qk_norm) {
-    b.qk_norm_rope_cache_write(q, k, v, w.q_norm, w.k_norm, eps, step.positions, step.slot_mapping,
-                               rope_cos_sin_.tensor, kv.layers[l]);
-  } else {
-    b.rope_and_cache_write(q, k, v, step.positions, step.slot_mapping, rope_cos_sin_.tensor, kv.layers[l]);
-  }
-  b.attention(q, kv.layers[l], step.attention, attention_scale_, attn_out);
-  b.linear_residual_add(linear_input(attn_out, w.o_in), w.o_proj, proj_out, residual);
-
-  b.rms_norm(residual, w.post_attention_norm, eps, normed);
-  b.linear(linear_input(normed, w.gate_in), w.gate_proj, nullptr, gate);
-  b.linear(linear_input(normed, w.up_in), w.up_proj, nullptr, up);
-  b.silu_mul(gate, up, mlp_act);
-  b.linear_residual_add(linear_input(mlp_act, w.down_in), w.down_proj, proj_out, residual);
 }
 
 }  // namespace fg

@@ -35,12 +35,16 @@ class LlamaModel {
   void fill_activations(uint8_t byte);
 
  private:
-  // One layer of an FP8 checkpoint that quantizes activations: the layer loop's ops, unfused,
-  // with each linear's input rounded first (the rounding sits between a norm and its matmul, so
-  // the fused norm + matmul ops do not apply).
-  void fp8_input_layer(int64_t l, const StepInputs& step, const KvCache& kv, int64_t n);
-  // x itself, or x rounded per `in` into fp8_input_ (x [n, width]).
-  Tensor linear_input(const Tensor& x, const LinearInput& in);
+  // One layer with FP8 linears (LayerWeights::any_fp8; llama_fp8_layer.cpp): the layer loop's ops
+  // with each FP8 linear's input rounded to e4m3 first, by the norm or SiLU-and-multiply that
+  // produces it where the backend fuses that.
+  void fp8_layer(int64_t l, const StepInputs& step, const KvCache& kv, int64_t n);
+  // The FP8 parts over rms_norm(x): one rounding (fused into the norm where the backend can) where
+  // every part rounds its input alike; else the norm, then a rounding and a matmul per part.
+  void normed_fp8_group(const Tensor& x, const Tensor& norm_weight, const std::vector<Fp8LinearPart>& parts,
+                        const std::vector<LinearInput>& inputs, int64_t n);
+  // The rounded-input buffers viewed as [n, width] rows.
+  Fp8Rows fp8_rows(int64_t n, int64_t width) const;
 
   ModelConfig config_;
   ModelWeights weights_;
@@ -63,9 +67,10 @@ class LlamaModel {
   // up.
   Allocation span_;
   Allocation mlp_act_;       // [T, I]
-  // [T * max(H, nh * hd, I)] flat: a linear's input rounded to FP8 (allocated only for checkpoints
-  // that quantize activations; viewed as [n, the linear's input width]).
-  Allocation fp8_input_;
+  // A linear's input rounded to FP8, allocated only for models with FP8 linears: the e4m3 values
+  // F8_E4M3 [T * max(H, nh * hd, I)] flat (viewed as [n, the linear's input width]) and the row
+  // scales F32 [T].
+  Allocation fp8_values_, fp8_scales_;
   Allocation selected_;         // [max_logits, H] residual rows that produce logits
   Allocation selected_normed_;  // [max_logits, H] the same rows after the final norm
   Allocation logits_;        // F32 [max_logits, V]

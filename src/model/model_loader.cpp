@@ -44,11 +44,24 @@ const char* builtin_model_config_json() {
 })";
 }
 
+namespace {
+
+// --quantization fp8 on a config: the at-load quantization, unless the checkpoint has its own.
+void apply_quantization_option(ModelConfig& config, const LoadOptions& options, const std::string& source) {
+  if (!options.quantize_fp8) return;
+  FG_CHECK(!config.quantization, "--quantization fp8: {} is quantized already (quantization_config '{}'); its own "
+           "scales are used without the flag", source, config.quantization ? config.quantization->method : "");
+  config.quantization = quantize_at_load_config();
+}
+
+}  // namespace
+
 LoadedModel load_model(const std::string& dir, const LoadOptions& options, Backend& backend) {
   LoadedModel out;
   if (dir.empty()) {
     out.config = parse_model_config(builtin_model_config_json(), "built-in default config.json");
     out.config.rope.round_inv_freq_to_bf16 = options.round_rope_inv_freq_to_bf16;
+    apply_quantization_option(out.config, options, "the built-in model");
     out.weights = dummy_weights(out.config, backend, options.dummy_seed);
     out.source = "built-in default";
     return out;
@@ -59,6 +72,7 @@ LoadedModel load_model(const std::string& dir, const LoadOptions& options, Backe
     auto file = GgufFile::open(dir);
     out.config = gguf_model_config(*file);
     out.config.rope.round_inv_freq_to_bf16 = options.round_rope_inv_freq_to_bf16;
+    apply_quantization_option(out.config, options, dir);
     out.source = dir;
     if (options.format == LoadFormat::kDummy) {
       out.weights = dummy_weights(out.config, backend, options.dummy_seed);
@@ -71,16 +85,20 @@ LoadedModel load_model(const std::string& dir, const LoadOptions& options, Backe
   }
   out.config = load_model_config((std::filesystem::path(dir) / "config.json").string());
   out.config.rope.round_inv_freq_to_bf16 = options.round_rope_inv_freq_to_bf16;
+  apply_quantization_option(out.config, options, dir);
   out.source = dir;
   if (options.format == LoadFormat::kDummy) {
     out.weights = dummy_weights(out.config, backend, options.dummy_seed);
   } else {
     auto checkpoint = std::make_shared<const Checkpoint>(Checkpoint::open(dir));
     out.weights = load_weights(out.config, checkpoint, backend);
-    if (const std::optional<QuantizationConfig>& q = out.config.quantization) {
-      log::info("{}: FP8 checkpoint ({}, {} weight scales, {} activations), quantized linears dequantized to F32",
-                dir, q->method, q->weight_scale == WeightScaleGranularity::kPerChannel ? "per-channel" : "per-tensor",
-                activation_scheme_name(q->activations));
+    if (const std::optional<QuantizationConfig>& q = out.config.quantization; q && !q->quantize_at_load) {
+      log::info("{}: FP8 checkpoint ({}, {} weight scales, {} activations): {}", dir, q->method,
+                q->weight_scale == WeightScaleGranularity::kPerChannel ? "per-channel" : "per-tensor",
+                activation_scheme_name(q->activations),
+                q->activations == ActivationScheme::kNone
+                    ? "weight-only, so its linears run dequantized"
+                    : "its linears run in FP8 (a q/k/v or gate/up group partly in the ignore list runs dequantized)");
     }
   }
   return out;

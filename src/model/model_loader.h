@@ -27,6 +27,9 @@ struct LoadOptions {
   LoadFormat format = LoadFormat::kAuto;
   bool round_rope_inv_freq_to_bf16 = false;  // see RopeConfig
   uint64_t dummy_seed = 0;
+  // --quantization fp8: quantize the float linears at load (model/quantization_config.h,
+  // quantize_at_load_config). Refused for checkpoints that are quantized already.
+  bool quantize_fp8 = false;
 };
 
 // `dir` is a folder or a .gguf file (model_path.h resolves names to them); an empty `dir` selects

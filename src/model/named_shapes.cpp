@@ -30,6 +30,8 @@ const std::map<std::string, std::string>& shapes() {
   static const std::map<std::string, std::string> table = {
       {"llama-3.2-1b", llama3(2048, 8192, 16, 32, 8, 64, 32.0, true)},
       {"llama-3.1-8b", llama3(4096, 14336, 32, 32, 8, 128, 8.0, false)},
+      // 141 GB of bf16 weights: one GPU runs it with --quantization fp8 (70 GB).
+      {"llama-3.1-70b", llama3(8192, 28672, 80, 64, 8, 128, 8.0, false)},
       {"qwen2.5-0.5b", R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 896, "intermediate_size": 4864,
         "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
         "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "sliding_window": 32768,

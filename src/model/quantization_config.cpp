@@ -204,4 +204,13 @@ std::optional<QuantizationConfig> parse_quantization_config(const JsonView& root
   return out;
 }
 
+QuantizationConfig quantize_at_load_config() {
+  QuantizationConfig q;
+  q.method = "fp8 (quantized at load)";
+  q.weight_scale = WeightScaleGranularity::kPerChannel;
+  q.activations = ActivationScheme::kDynamicPerToken;
+  q.quantize_at_load = true;
+  return q;
+}
+
 }  // namespace fg

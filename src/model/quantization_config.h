@@ -33,6 +33,9 @@ struct QuantizationConfig {
   // Modules left unquantized: exact names ("lm_head"), parents of modules
   // ("model.layers.0.mlp"), or "re:"-prefixed regular expressions matched against the whole name.
   std::vector<std::string> ignore;
+  // --quantization fp8: the checkpoint's float linears are quantized as they load (a scale per
+  // output channel, inputs rounded with a scale per token), not read as FP8.
+  bool quantize_at_load = false;
 
   // Whether the linear called `module` (e.g. "model.layers.3.self_attn.q_proj") is quantized.
   bool quantizes(const std::string& module) const;
@@ -43,5 +46,10 @@ struct QuantizationConfig {
 std::optional<QuantizationConfig> parse_quantization_config(const JsonView& root);
 
 std::string_view activation_scheme_name(ActivationScheme scheme);
+
+// The quantization of --quantization fp8 (quantize_at_load): every q/k/v/o and gate/up/down
+// projection, per-channel weight scales, dynamic per-token activations; embeddings, norms and the
+// LM head stay as they are.
+QuantizationConfig quantize_at_load_config();
 
 }  // namespace fg

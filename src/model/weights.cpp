@@ -3,12 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <optional>
 #include <set>
 
 #include "core/host_buffer.h"
+#include "core/log.h"
 #include "core/thread_pool.h"
 #include "model/fp8_weights.h"
 #include "model/safetensors.h"
@@ -54,21 +56,53 @@ Tensor* slot_for(ModelWeights& w, const ModelConfig& config, const std::string& 
   FG_ASSERT(false);
 }
 
-// Where a quantized linear's input rounding goes in ModelWeights.
-LinearInput* input_slot_for(ModelWeights& w, const ModelConfig& config, const std::string& name) {
-  static const std::vector<std::pair<std::string, LinearInput LayerWeights::*>> fields = {
-      {"self_attn.q_proj.weight", &LayerWeights::q_in},  {"self_attn.k_proj.weight", &LayerWeights::k_in},
-      {"self_attn.v_proj.weight", &LayerWeights::v_in},  {"self_attn.o_proj.weight", &LayerWeights::o_in},
-      {"mlp.gate_proj.weight", &LayerWeights::gate_in},  {"mlp.up_proj.weight", &LayerWeights::up_in},
-      {"mlp.down_proj.weight", &LayerWeights::down_in},
+// Where an FP8 linear's scales and input rounding go in ModelWeights.
+struct Fp8Slots {
+  Tensor* scale;
+  LinearInput* input;
+};
+Fp8Slots fp8_slots_for(ModelWeights& w, const ModelConfig& config, const std::string& name) {
+  struct Fields {
+    const char* suffix;
+    Tensor LayerWeights::*scale;
+    LinearInput LayerWeights::*input;
+  };
+  static const Fields fields[] = {
+      {"self_attn.q_proj.weight", &LayerWeights::q_scale, &LayerWeights::q_in},
+      {"self_attn.k_proj.weight", &LayerWeights::k_scale, &LayerWeights::k_in},
+      {"self_attn.v_proj.weight", &LayerWeights::v_scale, &LayerWeights::v_in},
+      {"self_attn.o_proj.weight", &LayerWeights::o_scale, &LayerWeights::o_in},
+      {"mlp.gate_proj.weight", &LayerWeights::gate_scale, &LayerWeights::gate_in},
+      {"mlp.up_proj.weight", &LayerWeights::up_scale, &LayerWeights::up_in},
+      {"mlp.down_proj.weight", &LayerWeights::down_scale, &LayerWeights::down_in},
   };
   for (int64_t l = 0; l < config.num_layers; ++l) {
     const std::string p = layer_prefix(l);
     if (name.rfind(p, 0) != 0) continue;
-    for (const auto& [suffix, field] : fields)
-      if (name.substr(p.size()) == suffix) return &(w.layers[l].*field);
+    for (const Fields& f : fields)
+      if (name.substr(p.size()) == f.suffix) return {&(w.layers[l].*f.scale), &(w.layers[l].*f.input)};
   }
   FG_ASSERT(false);
+}
+
+// Whether the quantized linear `weight_name` stays FP8 on the device: its input is rounded too
+// (weight-only FP8 runs dequantized), and every member of its q/k/v or gate/up group is quantized
+// (a group runs as one matmul of one kind).
+bool keeps_fp8(const QuantizationConfig& q, const std::string& weight_name) {
+  if (q.activations == ActivationScheme::kNone) return false;
+  const std::string module = weight_name.substr(0, weight_name.size() - std::string(".weight").size());
+  const auto sibling = [&](const char* from, const char* to) {
+    return module.substr(0, module.size() - std::string(from).size()) + to;
+  };
+  for (const auto& members : {std::vector<const char*>{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
+                              std::vector<const char*>{"mlp.gate_proj", "mlp.up_proj"}}) {
+    for (const char* member : members) {
+      if (!module.ends_with(member)) continue;
+      for (const char* other : members)
+        if (!q.quantizes(sibling(member, other))) return false;
+    }
+  }
+  return q.quantizes(module);
 }
 
 // Tensors some checkpoints carry that inference does not use.
@@ -103,6 +137,11 @@ uint64_t hash_name(const std::string& name) {
 // The matmuls a backend may run as one (Backend::linear_group): a layer's q/k/v projections, their
 // biases, and its gate/up projections. The key names the group within its layer; empty: none.
 std::string group_of(const std::string& name) {
+  // An FP8 linear's scales ("....weight_scale") are grouped as its weights are, in a group of their own.
+  if (name.ends_with(".weight_scale")) {
+    const std::string group = group_of(name.substr(0, name.size() - std::string("_scale").size()));
+    return group.empty() ? group : group + "_scale";
+  }
   static const std::vector<std::pair<std::string, std::string>> members = {
       {"self_attn.q_proj.weight", "qkv"},      {"self_attn.k_proj.weight", "qkv"},
       {"self_attn.v_proj.weight", "qkv"},      {"self_attn.q_proj.bias", "qkv_bias"},
@@ -129,6 +168,11 @@ class WeightPlacement {
       Group& g = groups_[group];
       offsets_[spec.name] = g.numel;
       g.numel += spec.numel();
+      if (config.quantization && spec.shape.size() == 2) {  // room for FP8 scales, [rows] per linear
+        Group& scales = groups_[group + "_scale"];
+        offsets_[spec.name + "_scale"] = scales.numel;
+        scales.numel += spec.shape[0];
+      }
     }
   }
 
@@ -161,6 +205,93 @@ class WeightPlacement {
   ModelWeights& weights_;
   std::map<std::string, Group> groups_;
   std::map<std::string, int64_t> offsets_;  // a member's first element in its group
+};
+
+// An FP8 linear's e4m3 weight (host bytes, [rows, cols]) and channel scales (host, [rows]) placed on
+// the backend, with its input rounding.
+void place_fp8(WeightPlacement& placement, Backend& backend, ModelWeights& w, const ModelConfig& config,
+               const WeightSpec& spec, const void* e4m3, const float* channel_scales, LinearInput input) {
+  const Tensor memory = placement.allocate(spec.name, DType::kF8E4M3, spec.numel());
+  const Tensor scales = placement.allocate(spec.name + "_scale", DType::kF32, spec.shape[0]);
+  backend.copy_from_host(memory, e4m3);
+  backend.copy_from_host(scales, channel_scales);
+  *slot_for(w, config, spec.name) = memory.view({spec.shape[0], spec.shape[1]});
+  const Fp8Slots slots = fp8_slots_for(w, config, spec.name);
+  *slots.scale = scales;
+  *slots.input = input;
+}
+
+// Host values of a float weight in the backend's weight dtype: `values` itself, or a converted copy
+// in `storage`.
+const void* in_weight_dtype(Backend& backend, const WeightSpec& spec, const void* values, DType dtype,
+                            ThreadPool& pool, HostBuffer& storage) {
+  const DType kept = backend.weight_dtype(dtype);
+  if (kept == dtype) return values;
+  FG_CHECK(kept == DType::kBF16, "tensor '{}': the {} backend keeps {} weights as {}, which the loader cannot "
+           "convert to", spec.name, backend.name(), dtype_name(dtype), dtype_name(kept));
+  storage = HostBuffer(static_cast<size_t>(spec.numel()) * 2);
+  auto* out = reinterpret_cast<uint16_t*>(storage.data());
+  const size_t element = dtype_size(dtype);
+  pool.parallel_for(spec.numel(), [&](int64_t begin, int64_t end) {  // an 8B F32 checkpoint is 8e9 values
+    convert_to_bf16(static_cast<const char*>(values) + begin * element, dtype, out + begin, end - begin);
+  });
+  return storage.data();
+}
+
+// A float weight (host values of `dtype`) placed in the backend's weight dtype. Returns whether
+// it was converted.
+bool place_converted(WeightPlacement& placement, Backend& backend, ModelWeights& w, const ModelConfig& config,
+                     const WeightSpec& spec, const void* values, DType dtype, ThreadPool& pool) {
+  HostBuffer storage;
+  const void* source = in_weight_dtype(backend, spec, values, dtype, pool, storage);
+  const DType kept = backend.weight_dtype(dtype);
+  const Tensor memory = placement.allocate(spec.name, kept, spec.numel());
+  backend.copy_from_host(memory, source);
+  Tensor* slot = slot_for(w, config, spec.name);
+  *slot = memory;
+  slot->rank = static_cast<int>(spec.shape.size());
+  for (size_t d = 0; d < spec.shape.size(); ++d) slot->shape[d] = spec.shape[d];
+  return kept != dtype;
+}
+
+// --quantization fp8: float linears quantized on the backend as they load (per output channel,
+// Backend::quantize_weight_fp8), their inputs rounded per token; the log says how long it took.
+class LoadTimeQuantizer {
+ public:
+  explicit LoadTimeQuantizer(Backend& backend) : backend_(backend) {}
+
+  void add(WeightPlacement& placement, ModelWeights& w, const ModelConfig& config, const WeightSpec& spec,
+           const void* values, DType dtype, ThreadPool& pool) {
+    const auto start = std::chrono::steady_clock::now();
+    // The float weight goes to the backend whole (in its weight dtype), then into the FP8 slots.
+    HostBuffer storage;
+    const void* host = in_weight_dtype(backend_, spec, values, dtype, pool, storage);
+    const Allocation source = backend_.allocate(backend_.weight_dtype(dtype), {spec.shape[0], spec.shape[1]});
+    backend_.copy_from_host(source.tensor, host);
+    const Tensor q = placement.allocate(spec.name, DType::kF8E4M3, spec.numel()).view({spec.shape[0], spec.shape[1]});
+    const Tensor scales = placement.allocate(spec.name + "_scale", DType::kF32, spec.shape[0]);
+    backend_.quantize_weight_fp8(source.tensor, q, scales);
+    backend_.synchronize();  // the float copy is freed next
+    *slot_for(w, config, spec.name) = q;
+    const Fp8Slots slots = fp8_slots_for(w, config, spec.name);
+    *slots.scale = scales;
+    *slots.input = {ActivationScheme::kDynamicPerToken, 0.0f};
+    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ++count_;
+    bytes_ += spec.numel();
+  }
+
+  void report() const {
+    if (count_ == 0) return;
+    log::info("--quantization fp8: {} linears ({:.2f} GB of e4m3) quantized per output channel on the {} backend in "
+              "{:.2f} s (upload included)", count_, static_cast<double>(bytes_) / 1e9, backend_.name(), seconds_);
+  }
+
+ private:
+  Backend& backend_;
+  int count_ = 0;
+  int64_t bytes_ = 0;
+  double seconds_ = 0.0;
 };
 
 }  // namespace
@@ -201,21 +332,23 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
   w.keep_alive.push_back(checkpoint_ptr);
   WeightPlacement placement(config, backend, w);
   std::optional<ThreadPool> pool;  // started by the first tensor that needs converting
+  LoadTimeQuantizer quantizer(backend);
   std::set<std::string> expected;
   for (const WeightSpec& spec : expected_weights(config)) {
     expected.insert(spec.name);
     const std::optional<std::string> linear = quantizable_linear(spec.name);
-    if (config.quantization && linear && config.quantization->quantizes(*linear)) {
-      FG_CHECK(backend.weight_dtype(DType::kF8E4M3) == DType::kF32, "{}: the {} backend does not run FP8 "
-               "checkpoints (quantization_config '{}'); the cpu backend does", checkpoint.dir(), backend.name(),
-               config.quantization->method);
-      if (!pool) pool.emplace();
-      const Fp8Linear fp8 = load_fp8_linear(checkpoint, spec, *config.quantization, *pool);
+    if (config.quantization && !config.quantization->quantize_at_load && linear &&
+        config.quantization->quantizes(*linear)) {
+      const Fp8Linear fp8 = read_fp8_linear(checkpoint, spec, *config.quantization);
       expected.insert(fp8.consumed.begin(), fp8.consumed.end());
-      const Tensor memory = placement.allocate(spec.name, DType::kF32, spec.numel());
-      backend.copy_from_host(memory, fp8.weight.data());
-      *slot_for(w, config, spec.name) = memory.view({spec.shape[0], spec.shape[1]});
-      *input_slot_for(w, config, spec.name) = {config.quantization->activations, fp8.input_scale.value_or(0.0f)};
+      if (keeps_fp8(*config.quantization, spec.name)) {
+        place_fp8(placement, backend, w, config, spec, fp8.weight, fp8.channel_scales.data(),
+                  {config.quantization->activations, fp8.input_scale.value_or(0.0f)});
+        continue;
+      }
+      if (!pool) pool.emplace();
+      const HostBuffer dequantized = dequantize_fp8_linear(fp8, spec.shape[0], spec.shape[1], *pool);
+      place_converted(placement, backend, w, config, spec, dequantized.data(), DType::kF32, *pool);
       continue;
     }
     FG_CHECK(checkpoint.contains(spec.name), "{}: missing tensor '{}' (shape {} expected from config.json)",
@@ -239,33 +372,17 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
     FG_CHECK(t.dtype == DType::kBF16 || t.dtype == DType::kF16 || t.dtype == DType::kF32,
              "{}: tensor '{}' has dtype {}; weights must be BF16, F16 or F32", checkpoint.dir(), spec.name,
              dtype_name(t.dtype));
-    Tensor* slot = slot_for(w, config, spec.name);
-    const DType kept = backend.weight_dtype(t.dtype);
-    if (backend.device() == Device::kHost && kept == t.dtype) {
-      *slot = t;  // read in place from the mmap, which the checkpoint keeps alive
+    if (config.quantization && config.quantization->quantize_at_load && linear) {
+      if (!pool) pool.emplace();
+      quantizer.add(placement, w, config, spec, t.data, t.dtype, *pool);
       continue;
     }
-    HostBuffer converted;
-    const void* source = t.data;
-    if (kept != t.dtype) {
-      FG_CHECK(kept == DType::kBF16, "{}: tensor '{}': the {} backend keeps {} weights as {}, which the loader "
-               "cannot convert to", checkpoint.dir(), spec.name, backend.name(), dtype_name(t.dtype), dtype_name(kept));
-      converted = HostBuffer(static_cast<size_t>(t.numel()) * 2);
-      auto* out = reinterpret_cast<uint16_t*>(converted.data());
-      const size_t element = dtype_size(t.dtype);
-      if (!pool) pool.emplace();
-      pool->parallel_for(t.numel(), [&](int64_t begin, int64_t end) {  // an 8B F32 checkpoint is 8e9 values
-        convert_to_bf16(static_cast<const char*>(t.data) + begin * element, t.dtype, out + begin, end - begin);
-      });
-      source = converted.data();
-      w.converted_from = t.dtype;
+    if (backend.device() == Device::kHost && backend.weight_dtype(t.dtype) == t.dtype) {
+      *slot_for(w, config, spec.name) = t;  // read in place from the mmap, which the checkpoint keeps alive
+      continue;
     }
-    const Tensor memory = placement.allocate(spec.name, kept, t.numel());
-    backend.copy_from_host(memory, source);
-    *slot = t;
-    slot->dtype = kept;
-    slot->data = memory.data;
-    slot->device = memory.device;
+    if (!pool) pool.emplace();
+    if (place_converted(placement, backend, w, config, spec, t.data, t.dtype, *pool)) w.converted_from = t.dtype;
   }
   for (const std::string& name : checkpoint.names()) {
     if (expected.count(name) || ignorable(name)) continue;
@@ -278,6 +395,7 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
     fail("{}: unexpected tensor '{}' for {} (is this checkpoint quantized, MoE or another architecture?)",
          checkpoint.dir(), name, config.architecture_name);
   }
+  quantizer.report();
   tie_lm_head(w, config);
   return w;
 }
@@ -286,10 +404,20 @@ ModelWeights build_weights(const ModelConfig& config, Backend& backend, DType dt
                            const std::function<void(const WeightSpec& spec, void* dst)>& fill) {
   ModelWeights w = empty_weights(config);
   WeightPlacement placement(config, backend, w);
+  LoadTimeQuantizer quantizer(backend);
+  std::optional<ThreadPool> pool;
   for (const WeightSpec& spec : expected_weights(config)) {
     const int64_t numel = spec.numel();
     HostBuffer host(static_cast<size_t>(numel) * dtype_size(dtype));
     fill(spec, host.data());
+    // Built weights carry no scales of their own: an FP8 config's linears (dummy weights of an FP8
+    // checkpoint, or --quantization fp8) are quantized here, their inputs rounded per token.
+    const std::optional<std::string> linear = quantizable_linear(spec.name);
+    if (config.quantization && linear && config.quantization->quantizes(*linear)) {
+      if (!pool) pool.emplace();
+      quantizer.add(placement, w, config, spec, host.data(), dtype, *pool);
+      continue;
+    }
     const Tensor memory = placement.allocate(spec.name, dtype, numel);
     backend.copy_from_host(memory, host.data());
     Tensor* slot = slot_for(w, config, spec.name);
@@ -297,6 +425,7 @@ ModelWeights build_weights(const ModelConfig& config, Backend& backend, DType dt
     slot->rank = static_cast<int>(spec.shape.size());
     for (size_t d = 0; d < spec.shape.size(); ++d) slot->shape[d] = spec.shape[d];
   }
+  quantizer.report();
   tie_lm_head(w, config);
   return w;
 }

@@ -16,12 +16,16 @@ namespace fg {
 
 class Checkpoint;
 
-// What a linear does to its input before the matmul: nothing, except in FP8 checkpoints that
-// quantize activations (model/quantization_config.h), where it is rounded to e4m3 with a scale
-// per token or the checkpoint's fixed scale (Backend::fp8_round).
+// What a linear does to its input before the matmul: nothing, except in FP8 linears
+// (model/quantization_config.h), where it is rounded to e4m3 with a scale per token or the
+// checkpoint's fixed scale (Backend::quantize_fp8).
 struct LinearInput {
   ActivationScheme scheme = ActivationScheme::kNone;
   float scale = 0.0f;  // kStaticPerTensor: the checkpoint's input_scale
+
+  // Backend::quantize_fp8's static_scale: the fixed scale, or 0 for a scale per row.
+  float static_scale() const { return scheme == ActivationScheme::kStaticPerTensor ? scale : 0.0f; }
+  bool operator==(const LinearInput&) const = default;
 };
 
 struct LayerWeights {
@@ -34,14 +38,17 @@ struct LayerWeights {
   Tensor post_attention_norm; // [H]
   Tensor gate_proj, up_proj;  // [I, H]
   Tensor down_proj;           // [H, I]
-  // FP8 checkpoints: the input rounding of each linear (all kNone otherwise, and in ignored layers).
+  // FP8 linears (their weight F8_E4M3): the scale of each output channel, F32 [out], and the
+  // rounding of the linear's input. Undefined and kNone for the others. q/k/v are FP8 together
+  // or not at all, and so are gate/up (the loader dequantizes a group's FP8 members otherwise).
+  Tensor q_scale, k_scale, v_scale, o_scale, gate_scale, up_scale, down_scale;
   LinearInput q_in, k_in, v_in, o_in, gate_in, up_in, down_in;
 
-  bool rounds_inputs() const {
-    for (const LinearInput* in : {&q_in, &k_in, &v_in, &o_in, &gate_in, &up_in, &down_in})
-      if (in->scheme != ActivationScheme::kNone) return true;
-    return false;
-  }
+  bool qkv_fp8() const { return q_proj.dtype == DType::kF8E4M3; }
+  bool o_fp8() const { return o_proj.dtype == DType::kF8E4M3; }
+  bool gate_up_fp8() const { return gate_proj.dtype == DType::kF8E4M3; }
+  bool down_fp8() const { return down_proj.dtype == DType::kF8E4M3; }
+  bool any_fp8() const { return qkv_fp8() || o_fp8() || gate_up_fp8() || down_fp8(); }
 };
 
 struct ModelWeights {
@@ -71,8 +78,10 @@ std::vector<WeightSpec> expected_weights(const ModelConfig& config);
 // Loads and checks every weight: each expected tensor present with exactly its shape and a float
 // dtype, no unexpected tensors (a few harmless leftovers such as rotary inv_freq are ignored).
 // In FP8 checkpoints, the linears that config.quantization quantizes are read with their scales
-// (model/fp8_weights.h) and dequantized to the backend's Backend::weight_dtype(F8_E4M3), which
-// must be F32 (the CPU reference; other backends are refused).
+// (model/fp8_weights.h) and kept in FP8 with a scale per output channel where their inputs are
+// rounded too; weight-only FP8 linears, and the FP8 members of a q/k/v or gate/up group that is
+// not all FP8, are dequantized to the backend's weight dtype. With config.quantization's
+// quantize_at_load (--quantization fp8) the float linears are quantized on the backend.
 // Errors name the tensor, its shape and the config fields that imply another.
 // On a host backend the weights are views of the checkpoint's mmaps, which they keep alive.
 ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Checkpoint> checkpoint,

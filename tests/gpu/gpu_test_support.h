@@ -10,16 +10,19 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_info.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "runner/greedy_generator.h"
 
 namespace fg::gpu_test {
 
@@ -82,6 +85,27 @@ inline Bf16Values random_bf16(size_t n, std::mt19937& rng, float scale = 1.0f) {
 inline std::vector<float> bf16_bits_to_float(const std::vector<uint16_t>& bits) {
   std::vector<float> out(bits.size());
   for (size_t i = 0; i < bits.size(); ++i) out[i] = bf16_to_float(bits[i]);
+  return out;
+}
+
+// The positions (as text; empty when none) where the reference has a clear winner (its best two
+// logits more than `margin` of its largest |logit| apart) and the GPU's logits pick another token.
+inline std::string top1_mismatches(const std::vector<float>& got, const std::vector<float>& ref, int64_t vocab,
+                                   float margin = 0.02f) {
+  std::string out;
+  const int64_t rows = static_cast<int64_t>(ref.size()) / vocab;
+  for (int64_t t = 0; t < rows; ++t) {
+    const float* r = ref.data() + t * vocab;
+    const float* g = got.data() + t * vocab;
+    std::vector<float> sorted(r, r + vocab);
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+    float largest = 0.0f;
+    for (int64_t j = 0; j < vocab; ++j) largest = std::max(largest, std::fabs(r[j]));
+    if (sorted[0] - sorted[1] <= margin * largest) continue;
+    const int32_t want = argmax_lowest_index(r, vocab), have = argmax_lowest_index(g, vocab);
+    if (want != have) out += " position " + std::to_string(t) + ": " + std::to_string(have) + " instead of " +
+                             std::to_string(want) + ";";
+  }
   return out;
 }
 

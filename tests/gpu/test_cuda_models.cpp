@@ -31,7 +31,6 @@ namespace fg {
 namespace {
 
 constexpr double kLogitsTolerance = 2e-2;
-constexpr float kTop1Margin = 0.02f;
 
 using Prompt = test::ReferencePrompt;
 
@@ -39,25 +38,6 @@ std::vector<Prompt> reference_prompts(const std::string& model) {
   return test::reference_logits(test::model_fixture(model) + "/reference.safetensors");
 }
 
-// The positions (as text; empty when none) where the reference has a clear winner and the GPU's
-// logits pick another token.
-std::string top1_mismatches(const std::vector<float>& got, const std::vector<float>& ref, int64_t vocab) {
-  std::string out;
-  const int64_t rows = static_cast<int64_t>(ref.size()) / vocab;
-  for (int64_t t = 0; t < rows; ++t) {
-    const float* r = ref.data() + t * vocab;
-    const float* g = got.data() + t * vocab;
-    std::vector<float> sorted(r, r + vocab);
-    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
-    float largest = 0.0f;
-    for (int64_t j = 0; j < vocab; ++j) largest = std::max(largest, std::fabs(r[j]));
-    if (sorted[0] - sorted[1] <= kTop1Margin * largest) continue;
-    const int32_t want = argmax_lowest_index(r, vocab), have = argmax_lowest_index(g, vocab);
-    if (want != have) out += " position " + std::to_string(t) + ": " + std::to_string(have) + " instead of " +
-                             std::to_string(want) + ";";
-  }
-  return out;
-}
 
 // Logits [T, V] of every position of `ids`: a prefill of the first `prefill` tokens, then one token
 // per step through the paged cache (the decode path: small-n linears, single-token attention over
@@ -129,7 +109,7 @@ TEST_P(CudaModels, PrefillLogitsMatchTransformers) {
     model.fill_activations(0xFF);  // NaN everywhere a kernel did not write
     const GreedyResult r = generate_greedy(model, kv, p.ids, 0, /*keep_logits=*/true);
     EXPECT_LE(gpu_test::relative_error(r.prompt_logits, p.logits), kLogitsTolerance) << where(i);
-    EXPECT_EQ(top1_mismatches(r.prompt_logits, p.logits, vocab()), "") << where(i);
+    EXPECT_EQ(gpu_test::top1_mismatches(r.prompt_logits, p.logits, vocab()), "") << where(i);
   }
 }
 
@@ -142,7 +122,7 @@ TEST_P(CudaModels, PagedDecodeLogitsMatchTransformers) {
     LlamaModel model = make_model(prefill, T, 17);
     const std::vector<float> got = paged_logits(*backend_, model, p.ids, prefill, 17);
     EXPECT_LE(gpu_test::relative_error(got, p.logits), kLogitsTolerance) << where(i);
-    EXPECT_EQ(top1_mismatches(got, p.logits, vocab()), "") << where(i);
+    EXPECT_EQ(gpu_test::top1_mismatches(got, p.logits, vocab()), "") << where(i);
   }
 }
 
@@ -207,7 +187,7 @@ TEST(CudaModelsDtype, F16AndF32CheckpointsRunAsBf16) {
       EXPECT_EQ(got, bf16_logits) << "F32 checkpoint";
     } else {
       EXPECT_LE(gpu_test::relative_error(got, prompt.logits), kLogitsTolerance) << "F16 checkpoint";
-      EXPECT_EQ(top1_mismatches(got, prompt.logits, static_cast<int64_t>(prompt.logits.size() / prompt.ids.size())), "")
+      EXPECT_EQ(gpu_test::top1_mismatches(got, prompt.logits, static_cast<int64_t>(prompt.logits.size() / prompt.ids.size())), "")
           << "F16 checkpoint";
     }
   }
@@ -255,7 +235,7 @@ TEST_P(CudaModelsVsCpu, LogitsMatchTheCpuBackend) {
   gpu_model.fill_activations(0xFF);
   const std::vector<float> got = paged_logits(gpu, gpu_model, ids, prefill, block_size);
   EXPECT_LE(gpu_test::relative_error(got, ref), kLogitsTolerance) << name << " with " << attention;
-  EXPECT_EQ(top1_mismatches(got, ref, config.vocab_size), "") << name << " with " << attention;
+  EXPECT_EQ(gpu_test::top1_mismatches(got, ref, config.vocab_size), "") << name << " with " << attention;
 }
 
 INSTANTIATE_TEST_SUITE_P(Dummy, CudaModelsVsCpu,

@@ -26,9 +26,6 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   DType activation_dtype() const override { return DType::kF32; }
   int num_threads() const { return pool_.size(); }
-  // FP8 weights are dequantized (fp8 * scale, exact in fp32) at load: the reference then runs the
-  // checkpoint's exact weights through its usual fp32 linear.
-  DType weight_dtype(DType stored) const override { return stored == DType::kF8E4M3 ? DType::kF32 : stored; }
 
   Allocation allocate(DType dtype, std::initializer_list<int64_t> dims) override;
   void copy_from_host(const Tensor& dst, const void* src) override;
@@ -60,8 +57,17 @@ class CpuBackend final : public Backend {
     const Tensor b = bias ? *bias : Tensor();
     dispatch([=, this] { linear_now(x, weight, b, out); });
   }
-  void fp8_round(const Tensor& x, std::optional<float> static_scale, const Tensor& out) override {
-    dispatch([=, this] { fp8_round_now(x, static_scale, out); });
+  void quantize_fp8(const Tensor& x, float static_scale, const Fp8Rows& out) override {
+    dispatch([=, this] { quantize_fp8_now(x, static_scale, out); });
+  }
+  void linear_fp8_group(const Fp8Rows& x, const std::vector<Fp8LinearPart>& parts) override {
+    for (const Fp8LinearPart& p : parts) {
+      const Tensor weight = *p.weight, scale = *p.scale, bias = p.bias ? *p.bias : Tensor(), out = p.out;
+      dispatch([=, this] { linear_fp8_now(x, weight, scale, bias, out); });
+    }
+  }
+  void quantize_weight_fp8(const Tensor& w, const Tensor& q, const Tensor& scales) override {
+    dispatch([=, this] { quantize_weight_fp8_now(w, q, scales); });
   }
   void head_rms_norm(const Tensor& x, const Tensor& weight, float eps) override {
     dispatch([=, this] { head_rms_norm_now(x, weight, eps); });
@@ -111,7 +117,10 @@ class CpuBackend final : public Backend {
   void add_rms_norm_now(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
   void add_now(const Tensor& residual, const Tensor& x);
   void linear_now(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
-  void fp8_round_now(const Tensor& x, std::optional<float> static_scale, const Tensor& out);
+  void quantize_fp8_now(const Tensor& x, float static_scale, const Fp8Rows& out);
+  void linear_fp8_now(const Fp8Rows& x, const Tensor& weight, const Tensor& scale, const Tensor& bias,
+                      const Tensor& out);
+  void quantize_weight_fp8_now(const Tensor& w, const Tensor& q, const Tensor& scales);
   void head_rms_norm_now(const Tensor& x, const Tensor& weight, float eps);
   void rope_and_cache_write_now(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
                                 const Tensor& slot_mapping, const Tensor& rope_cos_sin, const KvCacheLayer& cache);

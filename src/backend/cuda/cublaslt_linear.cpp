@@ -23,8 +23,15 @@ struct Descriptors {
   cublasLtMatmulDescOpaque_t op;
   cublasLtMatrixLayoutOpaque_t a, b, d;
 
-  Descriptors(int64_t n, int64_t in, int64_t out_features, bool out_f32, bool bias_epilogue) {
+  Descriptors(int64_t n, int64_t in, int64_t out_features, bool out_f32, bool bias_epilogue, bool fp8) {
     FG_CUBLAS_CHECK(cublasLtMatmulDescInit(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    if (fp8) {
+      // A scale per weight row (the m side) and per token row (the n side), applied to each
+      // product's fp32 sum: the per-channel, per-token scaling of FP8 checkpoints.
+      const cublasLtMatmulMatrixScale_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+      FG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &outer, sizeof(outer)));
+      FG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &outer, sizeof(outer)));
+    }
     const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
     FG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
     FG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)));
@@ -32,15 +39,22 @@ struct Descriptors {
       const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;  // bias type = D's type (BF16) by default
       FG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     }
-    FG_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&a, CUDA_R_16BF, static_cast<uint64_t>(in),
-                                             static_cast<uint64_t>(out_features), in));
-    FG_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&b, CUDA_R_16BF, static_cast<uint64_t>(in), static_cast<uint64_t>(n), in));
+    const cudaDataType_t input = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+    FG_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&a, input, static_cast<uint64_t>(in), static_cast<uint64_t>(out_features),
+                                             in));
+    FG_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&b, input, static_cast<uint64_t>(in), static_cast<uint64_t>(n), in));
     FG_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&d, out_f32 ? CUDA_R_32F : CUDA_R_16BF,
                                              static_cast<uint64_t>(out_features), static_cast<uint64_t>(n),
                                              out_features));
   }
   void set_bias(const void* bias) {
     FG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  }
+  void set_scales(const float* a_scales, const float* b_scales) {
+    FG_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scales, sizeof(a_scales)));
+    FG_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scales, sizeof(b_scales)));
   }
 };
 
@@ -60,7 +74,7 @@ CublasLtLinear::~CublasLtLinear() {
 const cublasLtMatmulAlgo_t& CublasLtLinear::plan(const Key& key) {
   auto found = plans_.find(key);
   if (found != plans_.end()) return found->second;
-  const auto [out_features, in, top, bottom, out_f32, bias_epilogue] = key;
+  const auto [out_features, in, top, bottom, out_f32, bias_epilogue, fp8] = key;
 
   // Pointers are 16-byte aligned (the backend checks); cuBLASLt would otherwise assume 256.
   cublasLtMatmulPreferenceOpaque_t pref;
@@ -75,8 +89,8 @@ const cublasLtMatmulAlgo_t& CublasLtLinear::plan(const Key& key) {
   // Heuristics for the bucket's top; the first candidate that also runs the bucket's bottom wins.
   // The heuristic infers the bias's alignment from its pointer without reading it: show it an
   // address aligned to exactly the 16 bytes the backend guarantees.
-  Descriptors at_top(top, in, out_features, out_f32, bias_epilogue);
-  Descriptors at_bottom(bottom, in, out_features, out_f32, bias_epilogue);
+  Descriptors at_top(top, in, out_features, out_f32, bias_epilogue, fp8);
+  Descriptors at_bottom(bottom, in, out_features, out_f32, bias_epilogue, fp8);
   if (bias_epilogue) {
     const void* sixteen_aligned = reinterpret_cast<const void*>(uintptr_t{16});
     at_top.set_bias(sixteen_aligned);
@@ -96,8 +110,8 @@ const cublasLtMatmulAlgo_t& CublasLtLinear::plan(const Key& key) {
       continue;
     return plans_.emplace(key, results[i].algo).first->second;
   }
-  fail("cuBLASLt offers no algorithm for a linear of n in [{}, {}] rows of {} inputs to {} {} outputs{}", bottom,
-       top, in, out_features, out_f32 ? "F32" : "BF16", bias_epilogue ? " with bias" : "");
+  fail("cuBLASLt offers no algorithm for a{} linear of n in [{}, {}] rows of {} inputs to {} {} outputs{}",
+       fp8 ? "n FP8" : "", bottom, top, in, out_features, out_f32 ? "F32" : "BF16", bias_epilogue ? " with bias" : "");
 }
 
 void CublasLtLinear::run(const void* x, const void* w, const void* bias, void* out, bool out_f32, int64_t n,
@@ -108,8 +122,8 @@ void CublasLtLinear::run(const void* x, const void* w, const void* bias, void* o
   // cuBLASLt's bias epilogue takes the bias in D's type; for F32 output the bias (BF16) is added
   // by a kernel of ours right after, which is the same fp32 add.
   const bool bias_epilogue = bias != nullptr && !out_f32;
-  const cublasLtMatmulAlgo_t& algo = plan({out_features, in, bucket.hi, bucket.lo, out_f32, bias_epilogue});
-  Descriptors desc(n, in, out_features, out_f32, bias_epilogue);
+  const cublasLtMatmulAlgo_t& algo = plan({out_features, in, bucket.hi, bucket.lo, out_f32, bias_epilogue, false});
+  Descriptors desc(n, in, out_features, out_f32, bias_epilogue, false);
   if (bias_epilogue) desc.set_bias(bias);
   FG_ASSERT(!add_to_out || bias == nullptr);  // the bias would be added after the sum
   const float alpha = 1.0f, beta = add_to_out ? 1.0f : 0.0f;  // C is `out` itself
@@ -117,6 +131,22 @@ void CublasLtLinear::run(const void* x, const void* w, const void* bias, void* o
                                  &desc.d, &algo, workspace_, workspace_bytes_, stream));
   if (bias != nullptr && out_f32)
     launch_add_bias_f32(static_cast<float*>(out), static_cast<const __nv_bfloat16*>(bias), n, out_features, stream);
+}
+
+void CublasLtLinear::run_fp8(const void* x, const float* x_scales, const void* w, const float* w_scales,
+                             const void* bias, void* out, int64_t n, int64_t in, int64_t out_features,
+                             SizeBuckets::Bucket bucket, cudaStream_t stream, bool add_to_out) {
+  if (n == 0 || out_features == 0) return;
+  FG_ASSERT(n >= bucket.lo && n <= bucket.hi);
+  FG_ASSERT(!add_to_out || bias == nullptr);  // the bias would be added after the sum
+  const bool bias_epilogue = bias != nullptr;
+  const cublasLtMatmulAlgo_t& algo = plan({out_features, in, bucket.hi, bucket.lo, false, bias_epilogue, true});
+  Descriptors desc(n, in, out_features, false, bias_epilogue, true);
+  if (bias_epilogue) desc.set_bias(bias);
+  desc.set_scales(w_scales, x_scales);  // A is the weight, B the tokens
+  const float alpha = 1.0f, beta = add_to_out ? 1.0f : 0.0f;
+  FG_CUBLAS_CHECK(cublasLtMatmul(handle_, &desc.op, &alpha, w, &desc.a, x, &desc.b, &beta, out, &desc.d, out,
+                                 &desc.d, &algo, workspace_, workspace_bytes_, stream));
 }
 
 }  // namespace fg::cuda

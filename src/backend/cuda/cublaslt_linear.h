@@ -37,12 +37,20 @@ class CublasLtLinear {
   void run(const void* x, const void* w, const void* bias, void* out, bool out_f32, int64_t n, int64_t in,
            int64_t out_features, SizeBuckets::Bucket bucket, cudaStream_t stream, bool add_to_out = false);
 
+  // The FP8 linear (Backend::linear_fp8_group): out[i, j] = (sum_k x[i, k] * w[j, k]) *
+  // x_scales[i] * w_scales[j] (+ bias[j]) by cuBLASLt's FP8 GEMM with outer-vector scaling (a scale
+  // per row of each operand). x [n, in] and w [out_features, in] F8_E4M3, scales F32, bias BF16 or
+  // null, out BF16 [n, out_features]; in % 16 == 0. Otherwise as run().
+  void run_fp8(const void* x, const float* x_scales, const void* w, const float* w_scales, const void* bias,
+               void* out, int64_t n, int64_t in, int64_t out_features, SizeBuckets::Bucket bucket,
+               cudaStream_t stream, bool add_to_out = false);
+
   // Forgets every plan (e.g. when the buckets change).
   void clear_plans() { plans_.clear(); }
 
  private:
-  // (out_features, in, bucket top, bucket bottom, F32 output, bias epilogue)
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool>;
+  // (out_features, in, bucket top, bucket bottom, F32 output, bias epilogue, FP8 inputs)
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool, bool>;
   const cublasLtMatmulAlgo_t& plan(const Key& key);
 
   cublasLtHandle_t handle_ = nullptr;

@@ -159,6 +159,21 @@ class CudaBackend final : public Backend {
   void sampled_logprobs(const Tensor& logits, const Tensor& ids, const SamplingTensors& params,
                         const PenaltyTensors& penalties, const LogprobTensors& out) override;
 
+  // FP8 linears (cuda_fp8.cpp, fp8_kernels.h): the rounding fused into the norm and the
+  // SiLU-and-multiply that produce a linear's input; the FP8 decode kernel where n is a small-n
+  // row count (in groups of 16 rows when batch invariant), cuBLASLt's FP8 GEMM with per-row and
+  // per-channel scales past them, by the bucket rule. Parts whose weights, scales (and biases) lie
+  // back to back run as one launch of the decode kernel; past the small-n rows, one GEMM per part.
+  void quantize_fp8(const Tensor& x, float static_scale, const Fp8Rows& out) override;
+  void rms_norm_quantize_fp8(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
+                             float static_scale, const Fp8Rows& out) override;
+  void silu_mul_quantize_fp8(const Tensor& gate, const Tensor& up, const Tensor& act, float static_scale,
+                             const Fp8Rows& out) override;
+  void linear_fp8_group(const Fp8Rows& x, const std::vector<Fp8LinearPart>& parts) override;
+  void linear_fp8_residual_add(const Fp8Rows& x, const Tensor& weight, const Tensor& scale, const Tensor& out,
+                               const Tensor& residual) override;
+  void quantize_weight_fp8(const Tensor& w, const Tensor& q, const Tensor& scales) override;
+
   // linear() with the implementation forced (the kSmallN paths take at most 16 rows).
   void linear_with(LinearPath path, const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& out);
 
@@ -204,6 +219,11 @@ class CudaBackend final : public Backend {
   // One launch of a small-n kernel (path kSmallN, kSmallNDirect or kSmallNStreamed) over n <= 16 rows.
   void launch_small_n(LinearPath path, const void* x, const void* weight, const void* bias,
                       const cuda::LinearOutputs& out, bool out_f32, int64_t n, int64_t in, int64_t out_features);
+
+  // The FP8 decode kernel over rows of x (in groups of 16) into `out`, whose columns are the
+  // weight's out_features rows.
+  void run_fp8_small_n(const Fp8Rows& x, const void* weight, const void* scales, const void* bias,
+                       const cuda::LinearOutputs& out, int64_t out_features);
 
   int device_ = 0;
   int sm_count_ = 0;

@@ -1,0 +1,201 @@
+// backend/cuda/cuda_fp8.cpp — CudaBackend's FP8 ops: argument checks, then the kernels of
+// fp8_kernels.h or cuBLASLt's FP8 GEMM by the bucket rule (as the BF16 linears: a pure function of
+// n and the configured buckets, so graph and eager runs of n rows take the same path).
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+#include "backend/cuda/cublaslt_linear.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/fp8_kernels.h"
+#include "backend/cuda/norm_kernels.h"
+#include "core/cuda/tensor_checks.h"
+
+namespace fg {
+
+namespace {
+
+// The kernels move 16 e4m3 values at a time.
+constexpr int64_t kFp8Width = 16;
+
+void check_fp8_rows(const Fp8Rows& x, const char* op) {
+  cuda::require(x.values, DType::kF8E4M3, "FP8 input values");
+  cuda::require(x.scales, DType::kF32, "FP8 input scales");
+  FG_CHECK(x.values.rank == 2 && x.scales.same_shape({x.values.dim(0)}),
+           "cuda backend: {}: FP8 rows {} with scales {}", op, x.values.shape_string(), x.scales.shape_string());
+  FG_CHECK(x.values.dim(1) % kFp8Width == 0 && x.values.dim(1) <= INT32_MAX,
+           "cuda backend: {}: FP8 rows must be a multiple of {} wide, got {}", op, kFp8Width, x.values.dim(1));
+  cuda::require_aligned16(x.values, "FP8 input values");
+}
+
+void check_fp8_part(const Fp8Rows& x, const Fp8LinearPart& p) {
+  const Tensor& w = *p.weight;
+  cuda::require(w, DType::kF8E4M3, "FP8 linear weight");
+  FG_CHECK(w.rank == 2 && w.dim(1) == x.values.dim(1), "cuda backend: FP8 linear weight {} for input rows {}",
+           w.shape_string(), x.values.shape_string());
+  FG_CHECK(w.dim(0) <= INT32_MAX, "cuda backend: FP8 linear weight {} is too large", w.shape_string());
+  cuda::require(*p.scale, DType::kF32, "FP8 linear weight scales");
+  FG_CHECK(p.scale->same_shape({w.dim(0)}), "cuda backend: FP8 weight scales {} for weight {}",
+           p.scale->shape_string(), w.shape_string());
+  if (p.bias != nullptr && p.bias->data != nullptr) {
+    cuda::require(*p.bias, DType::kBF16, "FP8 linear bias");
+    FG_CHECK(p.bias->numel() == w.dim(0), "cuda backend: FP8 linear bias {} for {} outputs", p.bias->shape_string(),
+             w.dim(0));
+  }
+  cuda::require(p.out, DType::kBF16, "FP8 linear output");
+  FG_CHECK(p.out.same_shape({x.values.dim(0), w.dim(0)}), "cuda backend: FP8 linear of rows {} with weight {} into {}",
+           x.values.shape_string(), w.shape_string(), p.out.shape_string());
+  cuda::require_aligned16(w, "FP8 linear weight");
+  cuda::require_aligned16(p.out, "FP8 linear output");
+}
+
+const void* bias_data(const Fp8LinearPart& p) { return p.bias != nullptr ? p.bias->data : nullptr; }
+
+bool lies_after(const Tensor& t, const Tensor& next) {
+  return static_cast<const char*>(t.data) + t.nbytes() == next.data && t.dtype == next.dtype;
+}
+
+// Whether the parts run as one launch: weights, scales and biases (all or none) back to back.
+bool fp8_fusable(const std::vector<Fp8LinearPart>& parts) {
+  if (parts.empty() || parts.size() > static_cast<size_t>(cuda::LinearOutputs::kMaxParts)) return false;
+  const bool biased = bias_data(parts[0]) != nullptr;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const Fp8LinearPart &before = parts[i - 1], &part = parts[i];
+    if (!lies_after(*before.weight, *part.weight) || !lies_after(*before.scale, *part.scale)) return false;
+    if ((bias_data(part) != nullptr) != biased || (biased && !lies_after(*before.bias, *part.bias))) return false;
+  }
+  return true;
+}
+
+void check_static_scale(float static_scale) {
+  FG_CHECK(std::isfinite(static_scale) && static_scale >= 0.0f,
+           "cuda backend: a static FP8 input scale must be positive and finite (0: a scale per row), got {}",
+           static_scale);
+}
+
+cuda::Fp8RowsView rows_view(const Fp8Rows& x) { return {x.values.as<uint8_t>(), x.scales.as<float>()}; }
+
+}  // namespace
+
+void CudaBackend::quantize_fp8(const Tensor& x, float static_scale, const Fp8Rows& out) {
+  cuda::require(x, DType::kBF16, "quantize_fp8 input");
+  check_fp8_rows(out, "quantize_fp8");
+  FG_CHECK(out.values.same_shape({x.rank == 2 ? x.dim(0) : -1, x.rank == 2 ? x.dim(1) : -1}),
+           "cuda backend: quantize_fp8 of {} into {}", x.shape_string(), out.values.shape_string());
+  cuda::require_aligned16(x, "quantize_fp8 input");
+  check_static_scale(static_scale);
+  cuda::launch_quantize_fp8_rows(cuda::bf16_ptr(x), static_scale, rows_view(out), x.dim(0), x.dim(1), stream_);
+}
+
+void CudaBackend::rms_norm_quantize_fp8(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
+                                        float static_scale, const Fp8Rows& out) {
+  (void)normed;  // scratch of the default steps: the kernel quantizes the normalized rows in registers
+  cuda::require(x, DType::kBF16, "rms_norm_quantize_fp8 input");
+  cuda::require(norm_weight, DType::kBF16, "rms_norm_quantize_fp8 norm weight");
+  check_fp8_rows(out, "rms_norm_quantize_fp8");
+  FG_CHECK(x.rank == 2 && norm_weight.same_shape({x.dim(1)}) && out.values.same_shape({x.dim(0), x.dim(1)}),
+           "cuda backend: rms_norm_quantize_fp8 of {} with norm weight {} into {}", x.shape_string(),
+           norm_weight.shape_string(), out.values.shape_string());
+  FG_CHECK(x.dim(1) <= cuda::kMaxNormHidden, "cuda backend: rms_norm_quantize_fp8 takes rows of at most {}, got {}",
+           cuda::kMaxNormHidden, x.dim(1));
+  cuda::require_aligned16(x, "rms_norm_quantize_fp8 input");
+  cuda::require_aligned16(norm_weight, "rms_norm_quantize_fp8 norm weight");
+  check_static_scale(static_scale);
+  cuda::launch_rms_norm_quantize_fp8(cuda::bf16_ptr(x), cuda::bf16_ptr(norm_weight), eps, static_scale,
+                                     rows_view(out), x.dim(0), x.dim(1), stream_);
+}
+
+void CudaBackend::silu_mul_quantize_fp8(const Tensor& gate, const Tensor& up, const Tensor& act, float static_scale,
+                                        const Fp8Rows& out) {
+  (void)act;  // scratch of the default steps
+  cuda::require(gate, DType::kBF16, "silu_mul_quantize_fp8 gate");
+  cuda::require(up, DType::kBF16, "silu_mul_quantize_fp8 up");
+  check_fp8_rows(out, "silu_mul_quantize_fp8");
+  FG_CHECK(gate.rank == 2 && up.same_shape({gate.dim(0), gate.dim(1)}) &&
+               out.values.same_shape({gate.dim(0), gate.dim(1)}),
+           "cuda backend: silu_mul_quantize_fp8 of gate {} and up {} into {}", gate.shape_string(), up.shape_string(),
+           out.values.shape_string());
+  cuda::require_aligned16(gate, "silu_mul_quantize_fp8 gate");
+  cuda::require_aligned16(up, "silu_mul_quantize_fp8 up");
+  check_static_scale(static_scale);
+  cuda::launch_silu_mul_quantize_fp8(cuda::bf16_ptr(gate), cuda::bf16_ptr(up), gate.dim(1), static_scale,
+                                     rows_view(out), gate.dim(0), gate.dim(1), stream_);
+}
+
+void CudaBackend::run_fp8_small_n(const Fp8Rows& x, const void* weight, const void* scales, const void* bias,
+                                  const cuda::LinearOutputs& out, int64_t out_features) {
+  const int64_t n = x.values.dim(0), in = x.values.dim(1);
+  // One launch where n is a small-n row count; batch-invariant steps of any n in groups of 16 rows
+  // (a row's arithmetic depends on the weight's shape alone).
+  for (int64_t r = 0; r < n; r += cuda::kFp8SmallNMaxRows) {
+    cuda::launch_fp8_small_n_linear(x.values.as<const uint8_t>() + r * in, x.scales.as<const float>() + r,
+                                    static_cast<const uint8_t*>(weight), static_cast<const float*>(scales),
+                                    static_cast<const __nv_bfloat16*>(bias), out.from_row(r, 2),
+                                    std::min(cuda::kFp8SmallNMaxRows, n - r), in, out_features, sm_count_, stream_);
+  }
+}
+
+void CudaBackend::linear_fp8_group(const Fp8Rows& x, const std::vector<Fp8LinearPart>& parts) {
+  check_fp8_rows(x, "linear_fp8_group");
+  for (const Fp8LinearPart& p : parts) check_fp8_part(x, p);
+  const int64_t n = x.values.dim(0), in = x.values.dim(1);
+  if (n == 0 || parts.empty()) return;
+  if (runs_cublaslt(LinearPath::kAuto, n)) {
+    for (const Fp8LinearPart& p : parts) {
+      gemm_->run_fp8(x.values.data, x.scales.as<const float>(), p.weight->data, p.scale->as<const float>(),
+                     bias_data(p), p.out.data, n, in, p.weight->dim(0), buckets_.of(n), stream_);
+    }
+    return;
+  }
+  if (fp8_fusable(parts)) {
+    cuda::LinearOutputs outputs{};
+    int64_t rows = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      outputs.data[i] = parts[i].out.data;
+      outputs.begin[i] = rows;
+      rows += parts[i].weight->dim(0);
+    }
+    outputs.begin[parts.size()] = rows;
+    outputs.parts = static_cast<int>(parts.size());
+    run_fp8_small_n(x, parts[0].weight->data, parts[0].scale->data, bias_data(parts[0]), outputs, rows);
+    return;
+  }
+  for (const Fp8LinearPart& p : parts) {
+    run_fp8_small_n(x, p.weight->data, p.scale->data, bias_data(p), cuda::LinearOutputs::whole(p.out.data, p.weight->dim(0)),
+                    p.weight->dim(0));
+  }
+}
+
+void CudaBackend::linear_fp8_residual_add(const Fp8Rows& x, const Tensor& weight, const Tensor& scale,
+                                          const Tensor& out, const Tensor& residual) {
+  (void)out;  // scratch of the default steps: the add happens in the matmul's store (or GEMM) here
+  check_fp8_rows(x, "linear_fp8_residual_add");
+  check_fp8_part(x, {&weight, &scale, nullptr, residual});
+  const int64_t n = x.values.dim(0), in = x.values.dim(1);
+  if (n == 0) return;
+  if (runs_cublaslt(LinearPath::kAuto, n)) {
+    gemm_->run_fp8(x.values.data, x.scales.as<const float>(), weight.data, scale.as<const float>(), nullptr,
+                   residual.data, n, in, weight.dim(0), buckets_.of(n), stream_, /*add_to_out=*/true);
+    return;
+  }
+  cuda::LinearOutputs outputs = cuda::LinearOutputs::whole(residual.data, weight.dim(0));
+  outputs.add_to_output = true;
+  run_fp8_small_n(x, weight.data, scale.data, nullptr, outputs, weight.dim(0));
+}
+
+void CudaBackend::quantize_weight_fp8(const Tensor& w, const Tensor& q, const Tensor& scales) {
+  cuda::require(w, DType::kBF16, "quantize_weight_fp8 weight");
+  cuda::require(q, DType::kF8E4M3, "quantize_weight_fp8 output");
+  cuda::require(scales, DType::kF32, "quantize_weight_fp8 scales");
+  FG_CHECK(w.rank == 2 && q.same_shape({w.dim(0), w.dim(1)}) && scales.same_shape({w.dim(0)}),
+           "cuda backend: quantize_weight_fp8 of {} into {} with scales {}", w.shape_string(), q.shape_string(),
+           scales.shape_string());
+  FG_CHECK(w.dim(1) % kFp8Width == 0, "cuda backend: FP8 weights must be a multiple of {} wide, got {}", kFp8Width,
+           w.shape_string());
+  cuda::require_aligned16(w, "quantize_weight_fp8 weight");
+  cuda::require_aligned16(q, "quantize_weight_fp8 output");
+  cuda::launch_quantize_weight_fp8(cuda::bf16_ptr(w), q.as<uint8_t>(), scales.as<float>(), w.dim(0), w.dim(1),
+                                   stream_);
+}
+
+}  // namespace fg

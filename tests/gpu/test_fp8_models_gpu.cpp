@@ -1,0 +1,95 @@
+// tests/gpu/test_fp8_models_gpu.cpp — FP8 linears on the GPU, whole models: the FP8 checkpoint
+// fixtures (tests/fixtures/fp8, scripts/fp8/make_fp8_fixtures.py) against transformers' float32
+// logits on their dequantized weights with the same activation rounding, and the BF16 fixtures
+// quantized at load (--quantization fp8) against transformers quantizing them alike
+// (scripts/fp8/make_quantize_at_load_reference.py).
+//
+// Tolerances. FP8 checkpoints: the GPU bound, 2e-2 of the logits' norm, as for BF16
+// models (test_cuda_models.cpp): the e4m3 values and the scales are the reference's, so what
+// differs is bf16 activations between ops and the fp32 sums' order; an activation that lands near
+// a rounding midpoint may round to the neighbouring e4m3 value (1/16 of itself) on one side, which
+// the norm absorbs. The top-1 token must match where the reference's margin exceeds 2% of its
+// largest |logit|; the same bounds for the models quantized at load, whose e4m3 values are
+// transformers' too (the weights are quantized from the same BF16 values).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "backend/cuda/cuda_backend.h"
+#include "gpu/gpu_test_support.h"
+#include "attention/cuda/attention_backend.h"
+#include "model/model_loader.h"
+#include "runner_test_support.h"
+#include "runner/greedy_generator.h"
+#include "gguf_test_support.h"
+#include "test_support.h"
+
+namespace fg {
+namespace {
+
+std::string fp8_fixture(const std::string& name) {
+  return (test::source_dir() / "tests" / "fixtures" / "fp8" / name).string();
+}
+
+// The logits of every prompt position: one prefill of the prompt (the FP8 decode kernel for the
+// 1- and 7-token prompts, cuBLASLt's FP8 GEMM for the 33-token one).
+std::vector<float> prompt_logits(CudaBackend& backend, const LoadedModel& loaded, const std::vector<int32_t>& ids) {
+  const int64_t T = static_cast<int64_t>(ids.size());
+  const ModelConfig& c = loaded.config;
+  backend.set_attention(make_attention_backend("reference", attention_limits(c, T, 1, T, 16)));
+  LoadedModel copy = loaded;  // shares the device weights
+  LlamaModel model(copy.config, std::move(copy.weights), backend, T, T);
+  model.fill_activations(0xFF);  // a row no kernel wrote shows as NaN
+  KvCache kv = allocate_kv_cache(backend, c, (T + 15) / 16 + 2, 16, DType::kBF16);
+  return generate_greedy(model, kv, ids, 1, /*keep_logits=*/true).prompt_logits;
+}
+
+class Fp8CheckpointGpu : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Fp8CheckpointGpu, LogitsMatchTransformersOnDequantizedWeights) {
+  FG_REQUIRE_GPU();
+  CudaBackend backend;
+  const LoadedModel loaded = load_model(fp8_fixture(GetParam()), LoadOptions{}, backend);
+  const std::vector<test::ReferencePrompt> prompts =
+      test::reference_logits(fp8_fixture(GetParam()) + "/reference.safetensors");
+  ASSERT_EQ(prompts.size(), 3u);
+  for (const test::ReferencePrompt& p : prompts) {
+    const std::vector<float> got = prompt_logits(backend, loaded, p.ids);
+    const double error = gpu_test::relative_error(got, p.logits);
+    std::printf("FP8 %s, prompt of %zu: ||diff|| / ||ref|| = %.4g\n", GetParam().c_str(), p.ids.size(), error);
+    EXPECT_LE(error, 2e-2) << GetParam() << " prompt of " << p.ids.size();
+    EXPECT_EQ(gpu_test::top1_mismatches(got, p.logits, loaded.config.vocab_size), "") << GetParam();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Fp8CheckpointGpu,
+                         ::testing::Values("tiny-llama-ct-dynamic", "tiny-llama-fp8-static", "tiny-qwen2-ct-static",
+                                           "tiny-qwen3-fp8-dynamic", "tiny-llama3-rope-ct-weight"),
+                         [](const auto& info) { return test::fixture_test_name(info.param); });
+
+class QuantizedAtLoadGpu : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QuantizedAtLoadGpu, LogitsMatchTransformersQuantizingTheSameWay) {
+  FG_REQUIRE_GPU();
+  CudaBackend backend;
+  LoadOptions options;
+  options.quantize_fp8 = true;
+  const LoadedModel loaded = load_model(test::model_fixture(GetParam()), options, backend);
+  ASSERT_TRUE(loaded.weights.layers[0].qkv_fp8() && loaded.weights.layers[0].down_fp8());
+  const std::string reference =
+      (test::source_dir() / "tests" / "fixtures" / "fp8" / "quantized-at-load" / (GetParam() + ".safetensors")).string();
+  for (const test::ReferencePrompt& p : test::reference_logits(reference)) {
+    const std::vector<float> got = prompt_logits(backend, loaded, p.ids);
+    const double error = gpu_test::relative_error(got, p.logits);
+    std::printf("--quantization fp8 %s, prompt of %zu: ||diff|| / ||ref|| = %.4g\n", GetParam().c_str(), p.ids.size(),
+                error);
+    EXPECT_LE(error, 2e-2) << GetParam() << " prompt of " << p.ids.size();
+    EXPECT_EQ(gpu_test::top1_mismatches(got, p.logits, loaded.config.vocab_size), "") << GetParam();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizedAtLoadGpu, ::testing::ValuesIn(test::fixture_models()),
+                         [](const auto& info) { return test::fixture_test_name(info.param); });
+
+}  // namespace
+}  // namespace fg
