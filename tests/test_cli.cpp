@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "gguf_test_support.h"
 #include "test_support.h"
 
 namespace fg {
@@ -122,6 +123,25 @@ TEST(Cli, DummyLoadFormatNeedsNoWeights) {
   CliRun r = run_fullgraph("generate --model " + test::model_fixture("tiny-llama3-rope") +
                         " --load-format dummy --prompt-ids 5,6 --max-tokens 3");
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// --quantization fp8: the built-in model's linears quantized at load (the log says so), and the
+// same graph == eager agreement; an FP8 checkpoint needs no flag and refuses it.
+TEST(Cli, QuantizationFp8QuantizesAtLoad) {
+  const std::string args = "generate --quantization fp8 --prompt-ids 1,2,3 --max-tokens 6";
+  CliRun graph = run_fullgraph(args);
+  CliRun eager = run_fullgraph(args + " --enforce-eager");
+  ASSERT_EQ(graph.exit_code, 0) << graph.output;
+  EXPECT_THAT(graph.output, HasSubstr("quantized per output channel on the cpu backend"));
+  EXPECT_EQ(first_line(graph.output), first_line(eager.output));
+  CliRun unknown = run_fullgraph("generate --quantization int4 --prompt-ids 1");
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_THAT(unknown.output, HasSubstr("--quantization"));
+  CliRun twice = run_fullgraph("generate --quantization fp8 --model " +
+                               (test::source_dir() / "tests/fixtures/fp8/tiny-llama-ct-dynamic").string() +
+                               " --prompt-ids 1 --max-tokens 1");
+  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_THAT(twice.output, HasSubstr("quantized already"));
 }
 
 TEST(Cli, BadInputIsNamed) {

@@ -105,6 +105,14 @@ int64_t kv_bytes_per_block(const ModelConfig& c, int64_t block_size, DType dtype
 
 }  // namespace
 
+LoadOptions load_options(const EngineSetupOptions& o) {
+  LoadOptions load;
+  load.format = parse_load_format(o.load_format);
+  load.round_rope_inv_freq_to_bf16 = o.rope_bf16;
+  load.quantize_fp8 = o.quantization == "fp8";
+  return load;
+}
+
 std::unique_ptr<Backend> make_backend(const EngineSetupOptions& o, const GpuBackendFactory& gpu) {
   FG_CHECK(o.device == "cpu" || o.device == "cuda", "unknown --device '{}' (expected cpu or cuda)", o.device);
   // Before the backend exists: a dtype CUDA cannot run is refused without touching the GPU.
@@ -156,11 +164,7 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
     if (o.quantization == "fp8") s->config.quantization = quantize_at_load_config();
     weights = dummy_weights(s->config, backend);
   } else {
-    LoadOptions load;
-    load.format = parse_load_format(o.load_format);
-    load.round_rope_inv_freq_to_bf16 = o.rope_bf16;
-    load.quantize_fp8 = o.quantization == "fp8";
-    LoadedModel loaded = load_model(files.model_dir, load, backend);
+    LoadedModel loaded = load_model(files.model_dir, load_options(o), backend);
     s->config = loaded.config;
     s->source = loaded.source;
     if (loaded.weights.converted_from)

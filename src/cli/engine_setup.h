@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "model/generation_config.h"
 #include "model/llama_model.h"
+#include "model/model_loader.h"
 #include "runner/model_runner.h"
 #include "server/model_context.h"
 #include "tokenizer/chat_template.h"
@@ -83,6 +84,9 @@ struct EngineSetup {
 
 // The backend --device names: the CPU reference with --threads threads, or CUDA device 0; --dtype
 // is checked against it (refused, or noted in the log: cli/dtype_option.h).
+// What the model options (--load-format, --rope-inv-freq-bf16, --quantization) ask of the loader.
+LoadOptions load_options(const EngineSetupOptions& o);
+
 std::unique_ptr<Backend> make_backend(const EngineSetupOptions& o, const GpuBackendFactory& gpu);
 
 // The ids that end a generation: config.json's (a GGUF file's eos, eot and eom ids) and then

@@ -104,10 +104,7 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   FG_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
   std::unique_ptr<Backend> backend_ptr = make_backend(o.engine, gpu);
   Backend& backend = *backend_ptr;
-  LoadOptions load_options;
-  load_options.format = parse_load_format(o.engine.load_format);
-  load_options.round_rope_inv_freq_to_bf16 = o.engine.rope_bf16;
-  LoadedModel loaded = load_model(files.model_dir, load_options, backend);
+  LoadedModel loaded = load_model(files.model_dir, load_options(o.engine), backend);
   if (loaded.weights.converted_from)
     log::info("weights: {} in the checkpoint, converted to BF16 for the {} backend",
                dtype_name(*loaded.weights.converted_from), backend.name());
