@@ -1,0 +1,586 @@
+// tests/gpu/test_fp8_kernels.cpp — the FP8 kernels (backend/cuda/fp8_kernels.h) against host
+// references: the quantizers bit for bit (CpuBackend::fp8_round's arithmetic, from
+// fg::float_to_e4m3), the fused norm and SiLU quantizers bit for bit against quantizing what the
+// unfused kernels store, and the decode linear against an fp64 reference of the same e4m3 values
+// within a bound derived from its fp32 arithmetic; its rows' bits do not depend on n. Outputs are
+// poisoned first, so that every element a kernel fails to write shows. Also prints the linear's
+// weight bandwidth on the large shapes (lines starting FP8-BENCH; not an assertion).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/activation_kernels.h"
+#include "backend/cuda/fp8_kernels.h"
+#include "backend/cuda/linear_outputs.h"
+#include "backend/cuda/norm_kernels.h"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/device_info.h"
+#include "core/dtype.h"
+#include "gpu/gpu_test_support.h"
+
+namespace fg {
+namespace {
+
+using cuda::Fp8RowsView;
+using cuda::LinearOutputs;
+using gpu_test::DeviceBuffer;
+
+constexpr uint8_t kPoisonByte = 0xFF;      // e4m3 NaN: never produced (the quantizers clamp first)
+constexpr uint16_t kPoisonBf16 = 0xFFFF;   // what gpu_test::poison leaves in a bf16 element
+
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
+// CpuBackend::fp8_round's arithmetic (cpu_fp8.cpp) for one row: the e4m3 bytes and the scale.
+float quantize_row_host(const float* v, int64_t width, float static_scale, uint8_t* q) {
+  float s;
+  if (static_scale > 0.0f) {
+    s = static_scale;
+  } else {
+    float amax = 0.0f;
+    for (int64_t j = 0; j < width; ++j) amax = std::fmax(amax, std::fabs(v[j]));
+    s = amax / kE4M3Max;
+    if (s == 0.0f) s = 1.0f;
+  }
+  for (int64_t j = 0; j < width; ++j) q[j] = float_to_e4m3(std::fmin(std::fmax(v[j] / s, -kE4M3Max), kE4M3Max));
+  return s;
+}
+
+struct HostRows {
+  std::vector<uint8_t> values;  // [rows, width]
+  std::vector<float> scales;    // [rows]
+};
+
+HostRows quantize_rows_host(const std::vector<float>& v, int64_t rows, int64_t width, float static_scale) {
+  HostRows h{std::vector<uint8_t>(static_cast<size_t>(rows * width)), std::vector<float>(static_cast<size_t>(rows))};
+  for (int64_t r = 0; r < rows; ++r)
+    h.scales[r] = quantize_row_host(v.data() + r * width, width, static_scale, h.values.data() + r * width);
+  return h;
+}
+
+// Device rows for a quantizer's output, poisoned.
+struct DeviceRows {
+  DeviceBuffer values, scales;
+  Fp8RowsView view() const {
+    return Fp8RowsView{static_cast<uint8_t*>(values.tensor.data), static_cast<float*>(scales.tensor.data)};
+  }
+};
+DeviceRows poisoned_rows(int64_t rows, int64_t width) {
+  DeviceRows d{gpu_test::device_alloc(DType::kF8E4M3, {rows, width}), gpu_test::device_alloc(DType::kF32, {rows})};
+  gpu_test::poison(d.values.tensor);
+  gpu_test::poison(d.scales.tensor);
+  return d;
+}
+
+// Bitwise comparison of a quantizer's output with the host's; reports the first few mismatches.
+void expect_rows_equal(const DeviceRows& got, const HostRows& want, int64_t width, const std::string& what) {
+  const std::vector<uint8_t> values = gpu_test::download<uint8_t>(got.values.tensor);
+  const std::vector<float> scales = gpu_test::download<float>(got.scales.tensor);
+  ASSERT_EQ(values.size(), want.values.size()) << what;
+  int reported = 0;
+  for (size_t r = 0; r < scales.size(); ++r) {
+    if (float_bits(scales[r]) != float_bits(want.scales[r]) && reported++ < 5)
+      ADD_FAILURE() << what << ": scale of row " << r << " is " << scales[r] << ", want " << want.scales[r];
+  }
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] == want.values[i]) continue;
+    if (mismatches++ < 5)
+      ADD_FAILURE() << what << ": element (" << i / width << ", " << i % width << ") is 0x" << std::hex
+                    << int{values[i]} << ", want 0x" << int{want.values[i]} << std::dec;
+  }
+  EXPECT_EQ(mismatches, 0) << what;
+}
+
+// Row r of a test input: zero where r % 4 == 1 (when there are several rows), else normal values
+// at a scale that changes from row to row (so the rows' scales differ), all bf16-representable.
+std::vector<uint16_t> test_rows_bf16(std::mt19937& rng, int64_t rows, int64_t width, float base_scale) {
+  std::vector<uint16_t> bits(static_cast<size_t>(rows * width));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    const bool zero = rows > 1 && r % 4 == 1;
+    const float scale = base_scale * std::ldexp(1.0f, static_cast<int>(r % 7) - 3);
+    for (int64_t j = 0; j < width; ++j) bits[r * width + j] = float_to_bf16(zero ? 0.0f : normal(rng) * scale);
+  }
+  return bits;
+}
+
+DeviceBuffer device_bf16(const std::vector<uint16_t>& bits, std::initializer_list<int64_t> dims) {
+  DeviceBuffer b = gpu_test::device_alloc(DType::kBF16, dims);
+  gpu_test::upload(b.tensor, bits);
+  return b;
+}
+
+const __nv_bfloat16* bf16_ptr(const DeviceBuffer& b) { return static_cast<const __nv_bfloat16*>(b.tensor.data); }
+
+class Fp8Kernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FG_REQUIRE_GPU();
+    FG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    sm_count_ = cuda::current_device_sm_count();
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) FG_CUDA_CHECK(cudaStreamDestroy(stream_));
+  }
+  cudaStream_t stream_ = nullptr;
+  int sm_count_ = 0;
+  std::mt19937 rng_{20261206};
+};
+
+// The static scales the quantizer tests sweep: none (a scale per row from its max), one small
+// enough that most values saturate at ±448, and one that is no power of two (the division rounds).
+const float kStaticScales[] = {0.0f, 1e-3f, 0.0123f};
+
+TEST_F(Fp8Kernels, QuantizeRowsMatchesHostBitwise) {
+  for (const int64_t width : {16, 48, 4096, 14336})
+    for (const int64_t rows : {1, 3, 17})
+      for (const float static_scale : kStaticScales) {
+        const std::vector<uint16_t> bits = test_rows_bf16(rng_, rows, width, 1.0f);
+        const DeviceBuffer x = device_bf16(bits, {rows, width});
+        const DeviceRows out = poisoned_rows(rows, width);
+        cuda::launch_quantize_fp8_rows(bf16_ptr(x), static_scale, out.view(), rows, width, stream_);
+        FG_CUDA_CHECK(cudaGetLastError());
+        const HostRows want = quantize_rows_host(gpu_test::bf16_bits_to_float(bits), rows, width, static_scale);
+        expect_rows_equal(out, want, width,
+                          "rows " + std::to_string(rows) + " x " + std::to_string(width) + ", static scale " +
+                              std::to_string(static_scale));
+      }
+}
+
+// Every bf16 bit pattern (NaN and infinities included), 16 to a row: the rounding to nearest even
+// at every tie, the e4m3 subnormals, the saturation and the clamp of NaN, as the host has them.
+TEST_F(Fp8Kernels, QuantizeRowsOfEveryBf16ValueMatchesHostBitwise) {
+  constexpr int64_t kWidth = 16, kRows = 65536 / kWidth;
+  std::vector<uint16_t> bits(65536);
+  for (size_t i = 0; i < bits.size(); ++i) bits[i] = static_cast<uint16_t>(i);
+  const DeviceBuffer x = device_bf16(bits, {kRows, kWidth});
+  for (const float static_scale : {0.0f, 1.0f, 0.75f, 3e-5f}) {
+    const DeviceRows out = poisoned_rows(kRows, kWidth);
+    cuda::launch_quantize_fp8_rows(bf16_ptr(x), static_scale, out.view(), kRows, kWidth, stream_);
+    FG_CUDA_CHECK(cudaGetLastError());
+    const HostRows want = quantize_rows_host(gpu_test::bf16_bits_to_float(bits), kRows, kWidth, static_scale);
+    expect_rows_equal(out, want, kWidth, "every bf16, static scale " + std::to_string(static_scale));
+  }
+}
+
+TEST_F(Fp8Kernels, QuantizeRowOfZerosHasScaleOne) {
+  const std::vector<uint16_t> bits(48, 0);
+  const DeviceBuffer x = device_bf16(bits, {1, 48});
+  const DeviceRows out = poisoned_rows(1, 48);
+  cuda::launch_quantize_fp8_rows(bf16_ptr(x), 0.0f, out.view(), 1, 48, stream_);
+  FG_CUDA_CHECK(cudaGetLastError());
+  expect_rows_equal(out, HostRows{std::vector<uint8_t>(48, 0), {1.0f}}, 48, "a row of zeros");
+}
+
+TEST_F(Fp8Kernels, RmsNormQuantizeIsTheQuantizedBf16Norm) {
+  constexpr float kEps = 1e-6f;
+  for (const int64_t hidden : {16, 48, 4096, 14336})
+    for (const int64_t rows : {1, 3, 17})
+      for (const float static_scale : kStaticScales) {
+        const std::vector<uint16_t> x_bits = test_rows_bf16(rng_, rows, hidden, 2.0f);
+        std::vector<uint16_t> w_bits(static_cast<size_t>(hidden));
+        std::normal_distribution<float> normal(1.0f, 0.2f);
+        for (auto& b : w_bits) b = float_to_bf16(normal(rng_));
+        const DeviceBuffer x = device_bf16(x_bits, {rows, hidden});
+        const DeviceBuffer w = device_bf16(w_bits, {hidden});
+        DeviceBuffer normed = gpu_test::device_alloc(DType::kBF16, {rows, hidden});
+        gpu_test::poison(normed.tensor);
+        const DeviceRows out = poisoned_rows(rows, hidden);
+        cuda::launch_rms_norm(bf16_ptr(x), bf16_ptr(w), kEps, static_cast<__nv_bfloat16*>(normed.tensor.data), rows,
+                              hidden, stream_);
+        FG_CUDA_CHECK(cudaGetLastError());
+        cuda::launch_rms_norm_quantize_fp8(bf16_ptr(x), bf16_ptr(w), kEps, static_scale, out.view(), rows, hidden,
+                                           stream_);
+        FG_CUDA_CHECK(cudaGetLastError());
+        const std::vector<float> normed_values =
+            gpu_test::bf16_bits_to_float(gpu_test::download<uint16_t>(normed.tensor));
+        const HostRows want = quantize_rows_host(normed_values, rows, hidden, static_scale);
+        expect_rows_equal(out, want, hidden,
+                          "norm rows " + std::to_string(rows) + " x " + std::to_string(hidden) + ", static scale " +
+                              std::to_string(static_scale));
+      }
+}
+
+TEST_F(Fp8Kernels, SiluMulQuantizeIsTheQuantizedBf16SiluMul) {
+  for (const int64_t width : {16, 48, 4096, 14336})
+    for (const int64_t rows : {1, 3, 17})
+      for (const float static_scale : kStaticScales) {
+        // One gate/up matmul output [rows, 2 * width]: gate the first half of each row, up the second.
+        const std::vector<uint16_t> gate_up = test_rows_bf16(rng_, rows, 2 * width, 2.0f);
+        const DeviceBuffer in = device_bf16(gate_up, {rows, 2 * width});
+        const __nv_bfloat16* gate = bf16_ptr(in);
+        const __nv_bfloat16* up = gate + width;
+        DeviceBuffer product = gpu_test::device_alloc(DType::kBF16, {rows, width});
+        gpu_test::poison(product.tensor);
+        const DeviceRows out = poisoned_rows(rows, width);
+        cuda::launch_silu_mul_rows(gate, up, static_cast<__nv_bfloat16*>(product.tensor.data), rows, width, 2 * width,
+                                   stream_);
+        FG_CUDA_CHECK(cudaGetLastError());
+        cuda::launch_silu_mul_quantize_fp8(gate, up, 2 * width, static_scale, out.view(), rows, width, stream_);
+        FG_CUDA_CHECK(cudaGetLastError());
+        const std::vector<float> values = gpu_test::bf16_bits_to_float(gpu_test::download<uint16_t>(product.tensor));
+        const HostRows want = quantize_rows_host(values, rows, width, static_scale);
+        expect_rows_equal(out, want, width,
+                          "silu rows " + std::to_string(rows) + " x " + std::to_string(width) + ", static scale " +
+                              std::to_string(static_scale));
+      }
+}
+
+TEST_F(Fp8Kernels, QuantizeWeightMatchesHostBitwise) {
+  struct Shape {
+    int64_t out_features, in;
+  };
+  for (const Shape s : {Shape{24, 16}, Shape{40, 48}, Shape{3, 28672}, Shape{17, 4096}, Shape{72, 14336}}) {
+    const std::vector<uint16_t> bits = test_rows_bf16(rng_, s.out_features, s.in, 0.05f);
+    const DeviceBuffer w = device_bf16(bits, {s.out_features, s.in});
+    const DeviceRows out = poisoned_rows(s.out_features, s.in);
+    cuda::launch_quantize_weight_fp8(bf16_ptr(w), out.view().values, out.view().scales, s.out_features, s.in, stream_);
+    FG_CUDA_CHECK(cudaGetLastError());
+    const HostRows want = quantize_rows_host(gpu_test::bf16_bits_to_float(bits), s.out_features, s.in, 0.0f);
+    expect_rows_equal(out, want, s.in,
+                      "weight " + std::to_string(s.out_features) + " x " + std::to_string(s.in));
+  }
+}
+
+// ---- The decode linear ----
+
+// Random e4m3 bytes (never a NaN code): normal values at scales 2^-3 .. 2^3, one in 16 scaled down
+// into the e4m3 subnormals.
+std::vector<uint8_t> random_e4m3(std::mt19937& rng, size_t count) {
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  std::vector<uint8_t> bytes(count);
+  for (auto& b : bytes) {
+    const uint32_t r = static_cast<uint32_t>(rng());
+    float v = normal(rng) * std::ldexp(1.0f, static_cast<int>(r % 7) - 3);
+    if ((r >> 8) % 16 == 0) v *= 0x1p-9f;
+    b = float_to_e4m3(std::fmin(std::fmax(v, -kE4M3Max), kE4M3Max));
+  }
+  return bytes;
+}
+
+std::vector<float> random_scales(std::mt19937& rng, size_t count, float lo, float hi) {
+  std::uniform_real_distribution<float> uniform(lo, hi);
+  std::vector<float> s(count);
+  for (auto& v : s) v = uniform(rng);
+  return s;
+}
+
+double bf16_half_ulp(double magnitude) {
+  if (magnitude < 0x1p-126) return 0x1p-134;  // bf16 subnormal spacing 2^-133
+  const int e = static_cast<int>(std::floor(std::log2(magnitude)));
+  return std::ldexp(1.0, e - 8);  // 8 significant bits
+}
+
+// One linear problem: 16 token rows (tests take the first n), weights, scales, bias, and the fp64
+// reference of every (token, output) with the bound on the kernel's fp32 error before bf16.
+struct LinearCase {
+  int64_t out_features = 0, in = 0;
+  std::vector<uint8_t> x, w;              // [16, in], [out_features, in] e4m3
+  std::vector<float> x_scales, w_scales;  // [16], [out_features]
+  std::vector<uint16_t> bias;             // [out_features] bf16
+  std::vector<double> ref, ref_no_bias;   // [16, out_features]
+  std::vector<double> fp32_bound;         // [16, out_features]
+  DeviceBuffer dx, dx_scales, dw, dw_scales, dbias;
+};
+
+// The bound. Products of e4m3 values are exact in the tensor core. Each accumulator is built by a
+// chain of at most in / 16 mma steps (all of `in` in one warp when the block has one warp), then
+// at most 15 fp32 adds of the other warps' partial sums, so at most in / 16 + 16 roundings; each
+// errs by at most 2 ulp (2^-22 relative: the tensor core aligns its addends to the largest and
+// truncates, an fp32 add rounds to nearest) of a partial sum bounded by S = sum_k |x_k w_k|. So
+// |acc - dot| <= (in / 16 + 16) 2^-22 S. The two scale multiplies and the bias add each round to
+// nearest (2^-24 of their result), bounded by 3 * 2^-23 (|scaled S| + |bias|). The bf16 rounding
+// adds half an ulp at the value's magnitude, which the check adds itself.
+LinearCase make_linear_case(std::mt19937& rng, int64_t out_features, int64_t in) {
+  LinearCase c;
+  c.out_features = out_features;
+  c.in = in;
+  c.x = random_e4m3(rng, static_cast<size_t>(16 * in));
+  c.w = random_e4m3(rng, static_cast<size_t>(out_features * in));
+  c.x_scales = random_scales(rng, 16, 1e-3f, 4e-2f);
+  c.w_scales = random_scales(rng, static_cast<size_t>(out_features), 1e-3f, 1e-2f);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  c.bias.resize(static_cast<size_t>(out_features));
+  for (auto& b : c.bias) b = float_to_bf16(normal(rng));
+  std::vector<double> xf(c.x.size()), wf(c.w.size());
+  for (size_t i = 0; i < xf.size(); ++i) xf[i] = e4m3_to_float(c.x[i]);
+  for (size_t i = 0; i < wf.size(); ++i) wf[i] = e4m3_to_float(c.w[i]);
+  c.ref.resize(static_cast<size_t>(16 * out_features));
+  c.ref_no_bias.resize(c.ref.size());
+  c.fp32_bound.resize(c.ref.size());
+  const double chain = static_cast<double>(in / 16 + 16) * 0x1p-22;
+  for (int64_t i = 0; i < 16; ++i)
+    for (int64_t j = 0; j < out_features; ++j) {
+      double dot = 0.0, abs_sum = 0.0;
+      for (int64_t k = 0; k < in; ++k) {
+        const double p = xf[i * in + k] * wf[j * in + k];
+        dot += p;
+        abs_sum += std::fabs(p);
+      }
+      const double scale = static_cast<double>(c.x_scales[i]) * c.w_scales[j];
+      const double b = bf16_to_float(c.bias[j]);
+      const size_t o = static_cast<size_t>(i * out_features + j);
+      c.ref_no_bias[o] = dot * scale;
+      c.ref[o] = dot * scale + b;
+      c.fp32_bound[o] = chain * abs_sum * scale + 3 * 0x1p-23 * (abs_sum * scale + std::fabs(b));
+    }
+  c.dx = gpu_test::device_alloc(DType::kF8E4M3, {16, in});
+  gpu_test::upload(c.dx.tensor, c.x);
+  c.dx_scales = gpu_test::device_alloc(DType::kF32, {16});
+  gpu_test::upload(c.dx_scales.tensor, c.x_scales);
+  c.dw = gpu_test::device_alloc(DType::kF8E4M3, {out_features, in});
+  gpu_test::upload(c.dw.tensor, c.w);
+  c.dw_scales = gpu_test::device_alloc(DType::kF32, {out_features});
+  gpu_test::upload(c.dw_scales.tensor, c.w_scales);
+  c.dbias = device_bf16(c.bias, {out_features});
+  return c;
+}
+
+void run_linear(const LinearCase& c, const uint8_t* x, bool with_bias, const LinearOutputs& out, int64_t n,
+                int sm_count, cudaStream_t stream) {
+  cuda::launch_fp8_small_n_linear(x, static_cast<const float*>(c.dx_scales.tensor.data),
+                                  static_cast<const uint8_t*>(c.dw.tensor.data),
+                                  static_cast<const float*>(c.dw_scales.tensor.data),
+                                  with_bias ? bf16_ptr(c.dbias) : nullptr, out, n, c.in, c.out_features, sm_count,
+                                  stream);
+  FG_CUDA_CHECK(cudaGetLastError());
+}
+
+// Checks output (token, column) = got (bf16) against the case's reference, plus `held` (the bf16
+// the output held before an add_to_output launch, NaN for a plain store).
+struct OutputCheck {
+  int64_t failures = 0;
+  void check(const LinearCase& c, bool with_bias, int64_t token, int64_t column, uint16_t got_bits, float held,
+             const std::string& what) {
+    const size_t o = static_cast<size_t>(token * c.out_features + column);
+    const double value = with_bias ? c.ref[o] : c.ref_no_bias[o];
+    const double bound = c.fp32_bound[o];
+    const double got = bf16_to_float(got_bits);
+    double want = value, tolerance = bound + bf16_half_ulp(std::fabs(value) + bound);
+    if (!std::isnan(held)) {  // bf16(held + bf16(value)): one more rounding, at the sum
+      want = static_cast<double>(held) + value;
+      tolerance += bf16_half_ulp(std::fabs(want) + tolerance);
+    }
+    if (std::fabs(got - want) <= tolerance) return;  // NaN (unwritten) fails here
+    if (failures++ < 5)
+      ADD_FAILURE() << what << ": output (" << token << ", " << column << ") is " << got << ", want " << want
+                    << " +- " << tolerance;
+  }
+};
+
+struct LinearShape {
+  int64_t out_features, in;
+};
+// The fixtures' tiny odd shapes, a leftover partial k-step (in % 64 != 0), blocks of several warps
+// with leftover steps (in = 4176: 65 whole steps and one of 16) and a last, partial block of rows.
+const LinearShape kLinearShapes[] = {{24, 16},  {40, 48},    {72, 64},    {96, 80},
+                                     {24, 144}, {40, 144},   {136, 4176}, {256, 4096}};
+const int64_t kTokenCounts[] = {1, 2, 7, 8, 9, 16};
+
+TEST_F(Fp8Kernels, SmallNLinearMatchesFp64Reference) {
+  for (const LinearShape s : kLinearShapes) {
+    const LinearCase c = make_linear_case(rng_, s.out_features, s.in);
+    for (const int64_t n : kTokenCounts)
+      for (const bool with_bias : {false, true}) {
+        // Token rows exactly [n, in], so that reading a row past n would leave the allocation.
+        DeviceBuffer x = gpu_test::device_alloc(DType::kF8E4M3, {n, s.in});
+        FG_CUDA_CHECK(cudaMemcpy(x.tensor.data, c.dx.tensor.data, static_cast<size_t>(n * s.in),
+                                 cudaMemcpyDeviceToDevice));
+        DeviceBuffer out = gpu_test::device_alloc(DType::kBF16, {16, s.out_features});
+        gpu_test::poison(out.tensor);
+        run_linear(c, static_cast<const uint8_t*>(x.tensor.data), with_bias,
+                   LinearOutputs::whole(out.tensor.data, s.out_features), n, sm_count_, stream_);
+        const std::vector<uint16_t> got = gpu_test::download<uint16_t>(out.tensor);
+        const std::string what = std::to_string(s.out_features) + " x " + std::to_string(s.in) + ", n " +
+                                 std::to_string(n) + (with_bias ? ", bias" : "");
+        OutputCheck check;
+        int64_t stray = 0;
+        for (int64_t i = 0; i < 16; ++i)
+          for (int64_t j = 0; j < s.out_features; ++j) {
+            const uint16_t bits = got[static_cast<size_t>(i * s.out_features + j)];
+            if (i < n) check.check(c, with_bias, i, j, bits, NAN, what);
+            else stray += bits != kPoisonBf16;
+          }
+        EXPECT_EQ(check.failures, 0) << what;
+        EXPECT_EQ(stray, 0) << what << ": outputs written for token rows >= n";
+      }
+  }
+}
+
+// Three parts (as a q/k/v or gate/up span), at even columns (pair stores) and odd ones (single
+// stores); stored, and added to what the outputs hold (the residual stream).
+TEST_F(Fp8Kernels, SmallNLinearSplitOutputsAndAddToOutput) {
+  struct SplitCase {
+    LinearShape shape;
+    int64_t begin[4];
+  };
+  const SplitCase cases[] = {{{72, 64}, {0, 24, 40, 72}}, {{96, 144}, {0, 23, 41, 96}},
+                             {{136, 4176}, {0, 64, 96, 136}}, {{40, 48}, {0, 7, 8, 40}}};
+  for (const SplitCase& sc : cases) {
+    const LinearCase c = make_linear_case(rng_, sc.shape.out_features, sc.shape.in);
+    for (const int64_t n : {1, 9, 16})
+      for (const bool add : {false, true}) {
+        LinearOutputs out{};
+        out.parts = 3;
+        out.add_to_output = add;
+        std::vector<DeviceBuffer> parts;
+        std::vector<std::vector<uint16_t>> held(3);
+        for (int p = 0; p < 4; ++p) out.begin[p] = sc.begin[p];
+        for (int p = 0; p < 3; ++p) {
+          const int64_t width = sc.begin[p + 1] - sc.begin[p];
+          parts.push_back(gpu_test::device_alloc(DType::kBF16, {16, width}));
+          if (add) {
+            held[p].resize(static_cast<size_t>(16 * width));
+            std::normal_distribution<float> normal(0.0f, 1.0f);
+            for (auto& h : held[p]) h = float_to_bf16(normal(rng_));
+            gpu_test::upload(parts[p].tensor, held[p]);
+          } else {
+            gpu_test::poison(parts[p].tensor);
+          }
+          out.data[p] = parts[p].tensor.data;
+        }
+        run_linear(c, static_cast<const uint8_t*>(c.dx.tensor.data), true, out, n, sm_count_, stream_);
+        const std::string what = std::to_string(sc.shape.out_features) + " x " + std::to_string(sc.shape.in) +
+                                 " in 3 parts, n " + std::to_string(n) + (add ? ", added" : "");
+        OutputCheck check;
+        int64_t stray = 0;
+        for (int p = 0; p < 3; ++p) {
+          const int64_t width = sc.begin[p + 1] - sc.begin[p];
+          const std::vector<uint16_t> got = gpu_test::download<uint16_t>(parts[p].tensor);
+          for (int64_t i = 0; i < 16; ++i)
+            for (int64_t j = 0; j < width; ++j) {
+              const size_t o = static_cast<size_t>(i * width + j);
+              const uint16_t untouched = add ? held[p][o] : kPoisonBf16;
+              if (i >= n) {
+                stray += got[o] != untouched;
+                continue;
+              }
+              check.check(c, true, i, sc.begin[p] + j, got[o], add ? bf16_to_float(held[p][o]) : NAN, what);
+            }
+        }
+        EXPECT_EQ(check.failures, 0) << what;
+        EXPECT_EQ(stray, 0) << what << ": outputs written for token rows >= n";
+      }
+  }
+}
+
+// DESIGN.md rule 7: row i's bits are the same whatever the number of token rows in the launch.
+TEST_F(Fp8Kernels, SmallNLinearRowsAreBitIdenticalForEveryN) {
+  for (const LinearShape s : {LinearShape{136, 4176}, LinearShape{40, 144}, LinearShape{256, 4096}}) {
+    const LinearCase c = make_linear_case(rng_, s.out_features, s.in);
+    std::vector<uint16_t> all_rows;  // the n = 16 launch
+    for (int64_t n = 16; n >= 1; --n) {
+      DeviceBuffer out = gpu_test::device_alloc(DType::kBF16, {16, s.out_features});
+      gpu_test::poison(out.tensor);
+      run_linear(c, static_cast<const uint8_t*>(c.dx.tensor.data), true,
+                 LinearOutputs::whole(out.tensor.data, s.out_features), n, sm_count_, stream_);
+      const std::vector<uint16_t> got = gpu_test::download<uint16_t>(out.tensor);
+      if (n == 16) all_rows = got;
+      int64_t differ = 0, stray = 0;
+      for (size_t o = 0; o < got.size(); ++o) {
+        if (static_cast<int64_t>(o) < n * s.out_features) differ += got[o] != all_rows[o];
+        else stray += got[o] != kPoisonBf16;
+      }
+      EXPECT_EQ(differ, 0) << s.out_features << " x " << s.in << ": n " << n << " differs from n 16";
+      EXPECT_EQ(stray, 0) << s.out_features << " x " << s.in << ": n " << n << " wrote rows >= n";
+    }
+  }
+}
+
+// ---- Bandwidth print (not a test of speed: the numbers go to the device log) ----
+
+// Random e4m3 bytes, quickly (the large weights are 117 MB), no NaN codes.
+void fill_random_e4m3(std::vector<uint8_t>& bytes, uint64_t seed) {
+  uint64_t state = seed;
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    for (size_t b = 0; b < 8 && i + b < bytes.size(); ++b) {
+      const uint8_t v = static_cast<uint8_t>(state >> (8 * b));
+      bytes[i + b] = (v & 0x7f) == 0x7f ? static_cast<uint8_t>(v - 1) : v;
+    }
+  }
+}
+
+TEST_F(Fp8Kernels, BenchSmallNLinearBandwidth) {
+  constexpr int kReps = 50;
+  const LinearShape shapes[] = {{4096, 14336}, {14336, 4096}, {6144, 4096}, {28672, 4096}};
+  for (const LinearShape s : shapes) {
+    const size_t bytes = static_cast<size_t>(s.out_features * s.in);
+    // Enough copies of the weight that together they exceed L2 several times: each launch reads
+    // its weight from DRAM, as a decode step does.
+    const size_t copies = std::max<size_t>(2, (size_t{256} << 20) / bytes + 1);
+    std::vector<uint8_t> host(bytes);
+    fill_random_e4m3(host, 0x9E3779B97F4A7C15ull + bytes);
+    DeviceBuffer w = gpu_test::device_alloc(DType::kF8E4M3, {static_cast<int64_t>(copies * bytes)});
+    auto* w0 = static_cast<uint8_t*>(w.tensor.data);
+    FG_CUDA_CHECK(cudaMemcpy(w0, host.data(), bytes, cudaMemcpyHostToDevice));
+    for (size_t i = 1; i < copies; ++i) FG_CUDA_CHECK(cudaMemcpy(w0 + i * bytes, w0, bytes, cudaMemcpyDeviceToDevice));
+    std::vector<uint8_t> x_host(static_cast<size_t>(16 * s.in));
+    fill_random_e4m3(x_host, 12345);
+    DeviceBuffer x = gpu_test::device_alloc(DType::kF8E4M3, {16, s.in});
+    gpu_test::upload(x.tensor, x_host);
+    DeviceBuffer x_scales = gpu_test::device_alloc(DType::kF32, {16});
+    gpu_test::upload(x_scales.tensor, std::vector<float>(16, 0.01f));
+    DeviceBuffer w_scales = gpu_test::device_alloc(DType::kF32, {s.out_features});
+    gpu_test::upload(w_scales.tensor, std::vector<float>(static_cast<size_t>(s.out_features), 0.01f));
+    DeviceBuffer out = gpu_test::device_alloc(DType::kBF16, {16, s.out_features});
+
+    cudaEvent_t start, stop;
+    FG_CUDA_CHECK(cudaEventCreate(&start));
+    FG_CUDA_CHECK(cudaEventCreate(&stop));
+    auto time_ms = [&](auto&& launch, int reps) {
+      for (int r = 0; r < 3; ++r) launch(r);  // warm-up
+      FG_CUDA_CHECK(cudaEventRecord(start, stream_));
+      for (int r = 0; r < reps; ++r) launch(r);
+      FG_CUDA_CHECK(cudaEventRecord(stop, stream_));
+      FG_CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0.0f;
+      FG_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      return static_cast<double>(ms) / reps;
+    };
+    // Copy bandwidth on the same card: one weight's bytes read and written per copy.
+    const double copy_ms = time_ms(
+        [&](int r) {
+          FG_CUDA_CHECK(cudaMemcpyAsync(w0 + ((r + 1) % copies) * bytes, w0 + (r % copies) * bytes, bytes,
+                                        cudaMemcpyDeviceToDevice, stream_));
+        },
+        10);
+    const double copy_gbs = 2.0 * static_cast<double>(bytes) / (copy_ms * 1e6);
+    for (const int64_t n : {1, 16}) {
+      const double ms = time_ms(
+          [&](int r) {
+            cuda::launch_fp8_small_n_linear(static_cast<const uint8_t*>(x.tensor.data),
+                                            static_cast<const float*>(x_scales.tensor.data), w0 + (r % copies) * bytes,
+                                            static_cast<const float*>(w_scales.tensor.data), nullptr,
+                                            LinearOutputs::whole(out.tensor.data, s.out_features), n, s.in,
+                                            s.out_features, sm_count_, stream_);
+            FG_CUDA_CHECK(cudaGetLastError());
+          },
+          kReps);
+      const double gbs = static_cast<double>(bytes) / (ms * 1e6);
+      std::printf("FP8-BENCH out=%lld in=%lld n=%lld: %.2f us, %.0f GB/s of weights "
+                  "(copy %.0f GB/s read+write: %.0f%%)\n",
+                  static_cast<long long>(s.out_features), static_cast<long long>(s.in), static_cast<long long>(n),
+                  ms * 1e3, gbs, copy_gbs, 100.0 * gbs / copy_gbs);
+    }
+    FG_CUDA_CHECK(cudaEventDestroy(start));
+    FG_CUDA_CHECK(cudaEventDestroy(stop));
+  }
+}
+
+}  // namespace
+}  // namespace fg
