@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Run on the GPU machine over a tree with .device/ carried (stage.sh): the FP8 tests and
+# benchmarks; everything lands in $OUT.
+#   bash scripts/device/fp8.sh [tests|sanitize|bench|latency|70b|throughput|serve70b]...
+# tests: the whole GPU test binary; sanitize: memcheck over the FP8 tests; bench: the FP8 tables of
+# `bench kernels` beside the BF16 decode step; latency: bench latency of the 1B and 8B shapes, BF16
+# and FP8; 70b: the llama-3.1-70b shape in FP8 (bench latency at batch 1 and 8); throughput: 1000
+# prompts of 1024 in / 128 out on the 8B shape, BF16 then FP8; serve70b: the 70B shape in FP8
+# behind `serve`, `bench serve` at 4 requests/s.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+D="$PWD/.device"
+OUT="${OUT:-/tmp/out}"
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$D/lib:${LD_LIBRARY_PATH:-}"
+export FULLGRAPH_TESTDATA="$D/testdata"
+export FULLGRAPH_SOURCE_DIR="$PWD"
+FP8_TESTS='*Fp8*:*fp8*:*QuantizedAtLoad*'
+for what in "$@"; do
+  case "$what" in
+    tests)
+      echo "== gpu tests"
+      "$D/fullgraph_gpu_tests" --gtest_brief=1 --gtest_output="xml:$OUT/gpu_tests.xml" >"$OUT/gpu_tests.log" 2>&1
+      echo "gpu tests exit $?"
+      grep -E "FAILED|PASSED|SKIPPED|tests ran" "$OUT/gpu_tests.log" | tail -30
+      "$D/fullgraph_gpu_tests" --gtest_filter="$FP8_TESTS" >"$OUT/fp8_tests.log" 2>&1
+      grep -E "FP8|quantization fp8|FAILED|PASSED" "$OUT/fp8_tests.log" | tail -60 ;;
+    sanitize)
+      echo "== compute-sanitizer memcheck over the FP8 tests"
+      compute-sanitizer --tool memcheck --error-exitcode 7 "$D/fullgraph_gpu_tests" --gtest_brief=1 \
+        --gtest_filter="$FP8_TESTS" >"$OUT/memcheck_fp8.log" 2>&1
+      echo "memcheck exit $?"
+      grep -hE "ERROR SUMMARY|FAILED|tests ran|PASSED" "$OUT/memcheck_fp8.log" | tail -10 ;;
+    bench)
+      echo "== bench kernels: FP8 tables and the decode step, BF16 and FP8"
+      "$D/fullgraph" bench kernels --tables fp8_linear,fp8_gemm_rows,decode_step,decode_step_fp8 \
+        --breakdown-batches 1 --json "$OUT/bench_fp8.json" 2>&1 | tee "$OUT/bench_fp8.txt" | grep -v "^  " ;;
+    latency)
+      for shape in llama-3.2-1b llama-3.1-8b; do
+        for q in "" fp8; do
+          echo "== bench latency $shape ${q:-bf16}"
+          "$D/fullgraph" bench latency --device cuda --shape "$shape" ${q:+--quantization $q} --batch-sizes 1,8,64 \
+            --context 512 --attention split_kv --output-json "$OUT/latency_${shape}_${q:-bf16}.json" 2>&1 |
+            grep -v "capturing graphs" | tee "$OUT/latency_${shape}_${q:-bf16}.txt" | tail -12
+        done
+      done ;;
+    70b)
+      echo "== llama-3.1-70b, FP8 linears quantized at load"
+      "$D/fullgraph" bench latency --device cuda --shape llama-3.1-70b --quantization fp8 --batch-sizes 1,8 \
+        --context 512 --prefill-chunk 256 --attention split_kv --output-json "$OUT/latency_70b_fp8.json" 2>&1 |
+        grep -v "capturing graphs" | tee "$OUT/latency_70b_fp8.txt" | tail -15
+      nvidia-smi --query-gpu=memory.used,memory.total --format=csv ;;
+    throughput)
+      python3 - "$OUT/prompts_1000.jsonl" <<'PY'
+import json, random, sys
+rng = random.Random(0)
+with open(sys.argv[1], "w") as f:
+    for _ in range(1000):
+        f.write(json.dumps({"prompt_ids": [rng.randrange(128256) for _ in range(1024)], "max_tokens": 128,
+                            "temperature": 0, "ignore_eos": True}) + "\n")
+PY
+      for q in "" fp8; do
+        echo "== offline throughput, llama-3.1-8b shape, ${q:-bf16}"
+        "$D/fullgraph" generate --prompts "$OUT/prompts_1000.jsonl" --shape llama-3.1-8b --device cuda ${q:+--quantization $q} \
+          --max-num-seqs 256 --max-num-batched-tokens 2048 --max-model-len 2048 --no-progress \
+          --output "$OUT/throughput_${q:-bf16}.jsonl" 2>&1 | grep -v "capturing graphs" | tee "$OUT/throughput_${q:-bf16}.txt" | tail -6
+      done ;;
+    serve70b)
+      echo "== serve llama-3.1-70b FP8 + bench serve at 4 requests/s"
+      "$D/fullgraph" serve --shape llama-3.1-70b --quantization fp8 --device cuda --port 8011 --max-num-seqs 64 \
+        --max-num-batched-tokens 2048 --max-model-len 2048 --cuda-graph-sizes 1,2,4,8,16,32,64,128,256,512 \
+        >"$OUT/serve70b.log" 2>&1 &
+      server=$!
+      for _ in $(seq 400); do curl -sf http://127.0.0.1:8011/health >/dev/null && break; sleep 1; done
+      "$D/fullgraph" bench serve --seed 1 --base-url http://127.0.0.1:8011 --dataset random --input-len 1024 \
+        --output-len 128 --num-prompts "${SERVE_PROMPTS:-100}" --request-rate 4 --no-progress \
+        --json "$OUT/bench_serve_70b_4.json" 2>&1 | tee "$OUT/bench_serve_70b_4.txt" | tail -30
+      kill -TERM "$server"; wait "$server"; echo "serve exit $?"
+      grep -E "quantization|KV|error" "$OUT/serve70b.log" | head ;;
+    *) echo "unknown step $what"; exit 2 ;;
+  esac
+done
