@@ -3,8 +3,8 @@
 // fg::float_to_e4m3), the fused norm and SiLU quantizers bit for bit against quantizing what the
 // unfused kernels store, and the decode linear against an fp64 reference of the same e4m3 values
 // within a bound derived from its fp32 arithmetic; its rows' bits do not depend on n. Outputs are
-// poisoned first, so that every element a kernel fails to write shows. Also prints the linear's
-// weight bandwidth on the large shapes (lines starting FP8-BENCH; not an assertion).
+// poisoned first, so that every element a kernel fails to write shows. (Its speed is measured by
+// `bench kernels --tables fp8_linear`.)
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -496,89 +496,6 @@ TEST_F(Fp8Kernels, SmallNLinearRowsAreBitIdenticalForEveryN) {
       EXPECT_EQ(differ, 0) << s.out_features << " x " << s.in << ": n " << n << " differs from n 16";
       EXPECT_EQ(stray, 0) << s.out_features << " x " << s.in << ": n " << n << " wrote rows >= n";
     }
-  }
-}
-
-// ---- Bandwidth print (not a test of speed: the numbers go to the device log) ----
-
-// Random e4m3 bytes, quickly (the large weights are 117 MB), no NaN codes.
-void fill_random_e4m3(std::vector<uint8_t>& bytes, uint64_t seed) {
-  uint64_t state = seed;
-  for (size_t i = 0; i < bytes.size(); i += 8) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    for (size_t b = 0; b < 8 && i + b < bytes.size(); ++b) {
-      const uint8_t v = static_cast<uint8_t>(state >> (8 * b));
-      bytes[i + b] = (v & 0x7f) == 0x7f ? static_cast<uint8_t>(v - 1) : v;
-    }
-  }
-}
-
-TEST_F(Fp8Kernels, BenchSmallNLinearBandwidth) {
-  constexpr int kReps = 50;
-  const LinearShape shapes[] = {{4096, 14336}, {14336, 4096}, {6144, 4096}, {28672, 4096}};
-  for (const LinearShape s : shapes) {
-    const size_t bytes = static_cast<size_t>(s.out_features * s.in);
-    // Enough copies of the weight that together they exceed L2 several times: each launch reads
-    // its weight from DRAM, as a decode step does.
-    const size_t copies = std::max<size_t>(2, (size_t{256} << 20) / bytes + 1);
-    std::vector<uint8_t> host(bytes);
-    fill_random_e4m3(host, 0x9E3779B97F4A7C15ull + bytes);
-    DeviceBuffer w = gpu_test::device_alloc(DType::kF8E4M3, {static_cast<int64_t>(copies * bytes)});
-    auto* w0 = static_cast<uint8_t*>(w.tensor.data);
-    FG_CUDA_CHECK(cudaMemcpy(w0, host.data(), bytes, cudaMemcpyHostToDevice));
-    for (size_t i = 1; i < copies; ++i) FG_CUDA_CHECK(cudaMemcpy(w0 + i * bytes, w0, bytes, cudaMemcpyDeviceToDevice));
-    std::vector<uint8_t> x_host(static_cast<size_t>(16 * s.in));
-    fill_random_e4m3(x_host, 12345);
-    DeviceBuffer x = gpu_test::device_alloc(DType::kF8E4M3, {16, s.in});
-    gpu_test::upload(x.tensor, x_host);
-    DeviceBuffer x_scales = gpu_test::device_alloc(DType::kF32, {16});
-    gpu_test::upload(x_scales.tensor, std::vector<float>(16, 0.01f));
-    DeviceBuffer w_scales = gpu_test::device_alloc(DType::kF32, {s.out_features});
-    gpu_test::upload(w_scales.tensor, std::vector<float>(static_cast<size_t>(s.out_features), 0.01f));
-    DeviceBuffer out = gpu_test::device_alloc(DType::kBF16, {16, s.out_features});
-
-    cudaEvent_t start, stop;
-    FG_CUDA_CHECK(cudaEventCreate(&start));
-    FG_CUDA_CHECK(cudaEventCreate(&stop));
-    auto time_ms = [&](auto&& launch, int reps) {
-      for (int r = 0; r < 3; ++r) launch(r);  // warm-up
-      FG_CUDA_CHECK(cudaEventRecord(start, stream_));
-      for (int r = 0; r < reps; ++r) launch(r);
-      FG_CUDA_CHECK(cudaEventRecord(stop, stream_));
-      FG_CUDA_CHECK(cudaEventSynchronize(stop));
-      float ms = 0.0f;
-      FG_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      return static_cast<double>(ms) / reps;
-    };
-    // Copy bandwidth on the same card: one weight's bytes read and written per copy.
-    const double copy_ms = time_ms(
-        [&](int r) {
-          FG_CUDA_CHECK(cudaMemcpyAsync(w0 + ((r + 1) % copies) * bytes, w0 + (r % copies) * bytes, bytes,
-                                        cudaMemcpyDeviceToDevice, stream_));
-        },
-        10);
-    const double copy_gbs = 2.0 * static_cast<double>(bytes) / (copy_ms * 1e6);
-    for (const int64_t n : {1, 16}) {
-      const double ms = time_ms(
-          [&](int r) {
-            cuda::launch_fp8_small_n_linear(static_cast<const uint8_t*>(x.tensor.data),
-                                            static_cast<const float*>(x_scales.tensor.data), w0 + (r % copies) * bytes,
-                                            static_cast<const float*>(w_scales.tensor.data), nullptr,
-                                            LinearOutputs::whole(out.tensor.data, s.out_features), n, s.in,
-                                            s.out_features, sm_count_, stream_);
-            FG_CUDA_CHECK(cudaGetLastError());
-          },
-          kReps);
-      const double gbs = static_cast<double>(bytes) / (ms * 1e6);
-      std::printf("FP8-BENCH out=%lld in=%lld n=%lld: %.2f us, %.0f GB/s of weights "
-                  "(copy %.0f GB/s read+write: %.0f%%)\n",
-                  static_cast<long long>(s.out_features), static_cast<long long>(s.in), static_cast<long long>(n),
-                  ms * 1e3, gbs, copy_gbs, 100.0 * gbs / copy_gbs);
-    }
-    FG_CUDA_CHECK(cudaEventDestroy(start));
-    FG_CUDA_CHECK(cudaEventDestroy(stop));
   }
 }
 
