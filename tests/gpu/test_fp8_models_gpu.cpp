@@ -4,16 +4,20 @@
 // quantized at load (--quantization fp8) against transformers quantizing them alike
 // (scripts/fp8/make_quantize_at_load_reference.py).
 //
-// Tolerances. FP8 checkpoints: the GPU bound, 2e-2 of the logits' norm, as for BF16
-// models (test_cuda_models.cpp): the e4m3 values and the scales are the reference's, so what
-// differs is bf16 activations between ops and the fp32 sums' order; an activation that lands near
-// a rounding midpoint may round to the neighbouring e4m3 value (1/16 of itself) on one side, which
-// the norm absorbs. The top-1 token must match where the reference's margin exceeds 2% of its
-// largest |logit|; the same bounds for the models quantized at load, whose e4m3 values are
-// transformers' too (the weights are quantized from the same BF16 values).
+// Tolerances. The e4m3 values and scales are the reference's, but the GPU hands each FP8 linear
+// bf16 activations where the reference has fp32 ones, and an input within bf16 noise of a midpoint
+// between two e4m3 values rounds to the other one (1/16 of itself away). A few percent of the
+// elements do, so the logits move by several percent of their norm, not bf16's ~1%: transformers
+// itself, with only the linears' inputs rounded to bf16 first, lands 3-10% from its fp32 reference
+// on these models (scripts/fp8/measure_bf16_input_rounding.py, bf16_input_distance.json). Each
+// prompt's bound is twice that measured distance (at least the BF16 models' 2e-2): a layout or
+// indexing error moves the logits by O(1). The top-1 token must match where the reference's margin
+// exceeds twice the bound.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "backend/cuda/cuda_backend.h"
 #include "gpu/gpu_test_support.h"
@@ -44,6 +48,13 @@ std::vector<float> prompt_logits(CudaBackend& backend, const LoadedModel& loaded
   return generate_greedy(model, kv, ids, 1, /*keep_logits=*/true).prompt_logits;
 }
 
+// The bound of model `name`'s prompt of `length` tokens (see the top of this file).
+double bound(const std::string& name, size_t length) {
+  static const nlohmann::json measured = nlohmann::json::parse(
+      std::ifstream(test::source_dir() / "tests" / "fixtures" / "fp8" / "bf16_input_distance.json"));
+  return std::max(2e-2, 2 * measured.at(name).at(std::to_string(length)).get<double>());
+}
+
 class Fp8CheckpointGpu : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Fp8CheckpointGpu, LogitsMatchTransformersOnDequantizedWeights) {
@@ -56,9 +67,13 @@ TEST_P(Fp8CheckpointGpu, LogitsMatchTransformersOnDequantizedWeights) {
   for (const test::ReferencePrompt& p : prompts) {
     const std::vector<float> got = prompt_logits(backend, loaded, p.ids);
     const double error = gpu_test::relative_error(got, p.logits);
-    std::printf("FP8 %s, prompt of %zu: ||diff|| / ||ref|| = %.4g\n", GetParam().c_str(), p.ids.size(), error);
-    EXPECT_LE(error, 2e-2) << GetParam() << " prompt of " << p.ids.size();
-    EXPECT_EQ(gpu_test::top1_mismatches(got, p.logits, loaded.config.vocab_size), "") << GetParam();
+    // Weight-only FP8 runs dequantized, as BF16: the BF16 models' bound.
+    const double limit = loaded.weights.layers[0].any_fp8() ? bound(GetParam(), p.ids.size()) : 2e-2;
+    std::printf("FP8 %s, prompt of %zu: ||diff|| / ||ref|| = %.4g (bound %.4g)\n", GetParam().c_str(), p.ids.size(),
+                error, limit);
+    EXPECT_LE(error, limit) << GetParam() << " prompt of " << p.ids.size();
+    EXPECT_EQ(gpu_test::top1_mismatches(got, p.logits, loaded.config.vocab_size, static_cast<float>(2 * limit)), "")
+        << GetParam();
   }
 }
 
@@ -81,10 +96,12 @@ TEST_P(QuantizedAtLoadGpu, LogitsMatchTransformersQuantizingTheSameWay) {
   for (const test::ReferencePrompt& p : test::reference_logits(reference)) {
     const std::vector<float> got = prompt_logits(backend, loaded, p.ids);
     const double error = gpu_test::relative_error(got, p.logits);
-    std::printf("--quantization fp8 %s, prompt of %zu: ||diff|| / ||ref|| = %.4g\n", GetParam().c_str(), p.ids.size(),
-                error);
-    EXPECT_LE(error, 2e-2) << GetParam() << " prompt of " << p.ids.size();
-    EXPECT_EQ(gpu_test::top1_mismatches(got, p.logits, loaded.config.vocab_size), "") << GetParam();
+    const double limit = bound(GetParam(), p.ids.size());
+    std::printf("--quantization fp8 %s, prompt of %zu: ||diff|| / ||ref|| = %.4g (bound %.4g)\n", GetParam().c_str(),
+                p.ids.size(), error, limit);
+    EXPECT_LE(error, limit) << GetParam() << " prompt of " << p.ids.size();
+    EXPECT_EQ(gpu_test::top1_mismatches(got, p.logits, loaded.config.vocab_size, static_cast<float>(2 * limit)), "")
+        << GetParam();
   }
 }
 

@@ -25,13 +25,6 @@ struct Descriptors {
 
   Descriptors(int64_t n, int64_t in, int64_t out_features, bool out_f32, bool bias_epilogue, bool fp8) {
     FG_CUBLAS_CHECK(cublasLtMatmulDescInit(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    if (fp8) {
-      // A scale per weight row (the m side) and per token row (the n side), applied to each
-      // product's fp32 sum: the per-channel, per-token scaling of FP8 checkpoints.
-      const cublasLtMatmulMatrixScale_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-      FG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &outer, sizeof(outer)));
-      FG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &outer, sizeof(outer)));
-    }
     const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
     FG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
     FG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)));
@@ -50,12 +43,7 @@ struct Descriptors {
   void set_bias(const void* bias) {
     FG_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   }
-  void set_scales(const float* a_scales, const float* b_scales) {
-    FG_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scales, sizeof(a_scales)));
-    FG_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(&op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scales, sizeof(b_scales)));
-  }
+
 };
 
 }  // namespace
@@ -133,19 +121,14 @@ void CublasLtLinear::run(const void* x, const void* w, const void* bias, void* o
     launch_add_bias_f32(static_cast<float*>(out), static_cast<const __nv_bfloat16*>(bias), n, out_features, stream);
 }
 
-void CublasLtLinear::run_fp8(const void* x, const float* x_scales, const void* w, const float* w_scales,
-                             const void* bias, void* out, int64_t n, int64_t in, int64_t out_features,
-                             SizeBuckets::Bucket bucket, cudaStream_t stream, bool add_to_out) {
+void CublasLtLinear::run_fp8(const void* x, const void* w, void* sums, int64_t n, int64_t in, int64_t out_features,
+                             SizeBuckets::Bucket bucket, cudaStream_t stream) {
   if (n == 0 || out_features == 0) return;
   FG_ASSERT(n >= bucket.lo && n <= bucket.hi);
-  FG_ASSERT(!add_to_out || bias == nullptr);  // the bias would be added after the sum
-  const bool bias_epilogue = bias != nullptr;
-  const cublasLtMatmulAlgo_t& algo = plan({out_features, in, bucket.hi, bucket.lo, false, bias_epilogue, true});
-  Descriptors desc(n, in, out_features, false, bias_epilogue, true);
-  if (bias_epilogue) desc.set_bias(bias);
-  desc.set_scales(w_scales, x_scales);  // A is the weight, B the tokens
-  const float alpha = 1.0f, beta = add_to_out ? 1.0f : 0.0f;
-  FG_CUBLAS_CHECK(cublasLtMatmul(handle_, &desc.op, &alpha, w, &desc.a, x, &desc.b, &beta, out, &desc.d, out,
+  const cublasLtMatmulAlgo_t& algo = plan({out_features, in, bucket.hi, bucket.lo, false, false, true});
+  Descriptors desc(n, in, out_features, false, false, true);
+  const float alpha = 1.0f, beta = 0.0f;
+  FG_CUBLAS_CHECK(cublasLtMatmul(handle_, &desc.op, &alpha, w, &desc.a, x, &desc.b, &beta, sums, &desc.d, sums,
                                  &desc.d, &algo, workspace_, workspace_bytes_, stream));
 }
 

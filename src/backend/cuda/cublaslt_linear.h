@@ -37,13 +37,13 @@ class CublasLtLinear {
   void run(const void* x, const void* w, const void* bias, void* out, bool out_f32, int64_t n, int64_t in,
            int64_t out_features, SizeBuckets::Bucket bucket, cudaStream_t stream, bool add_to_out = false);
 
-  // The FP8 linear (Backend::linear_fp8_group): out[i, j] = (sum_k x[i, k] * w[j, k]) *
-  // x_scales[i] * w_scales[j] (+ bias[j]) by cuBLASLt's FP8 GEMM with outer-vector scaling (a scale
-  // per row of each operand). x [n, in] and w [out_features, in] F8_E4M3, scales F32, bias BF16 or
-  // null, out BF16 [n, out_features]; in % 16 == 0. Otherwise as run().
-  void run_fp8(const void* x, const float* x_scales, const void* w, const float* w_scales, const void* bias,
-               void* out, int64_t n, int64_t in, int64_t out_features, SizeBuckets::Bucket bucket,
-               cudaStream_t stream, bool add_to_out = false);
+  // sums[i, j] = sum_k x[i, k] * w[j, k], rounded once to BF16, by cuBLASLt's FP8 GEMM: x [n, in]
+  // and w [out_features, in] F8_E4M3, sums BF16 [n, out_features], in % 16 == 0. The scales of the
+  // FP8 linear are applied after it (launch_fp8_scale_outputs): cuBLASLt's outer-vector scale
+  // mode, which would take them in the GEMM, is refused on the H100 (CUBLAS_STATUS_INVALID_VALUE
+  // from its heuristic). Otherwise as run().
+  void run_fp8(const void* x, const void* w, void* sums, int64_t n, int64_t in, int64_t out_features,
+               SizeBuckets::Bucket bucket, cudaStream_t stream);
 
   // Forgets every plan (e.g. when the buckets change).
   void clear_plans() { plans_.clear(); }

@@ -161,9 +161,10 @@ class CudaBackend final : public Backend {
 
   // FP8 linears (cuda_fp8.cpp, fp8_kernels.h): the rounding fused into the norm and the
   // SiLU-and-multiply that produce a linear's input; the FP8 decode kernel where n is a small-n
-  // row count (in groups of 16 rows when batch invariant), cuBLASLt's FP8 GEMM with per-row and
-  // per-channel scales past them, by the bucket rule. Parts whose weights, scales (and biases) lie
-  // back to back run as one launch of the decode kernel; past the small-n rows, one GEMM per part.
+  // row count (in groups of 16 rows when batch invariant), cuBLASLt's FP8 GEMM past them, its sums
+  // then scaled per row and per channel by launch_fp8_scale_outputs, by the bucket rule. Parts
+  // whose weights, scales (and biases) lie back to back run as one launch of the decode kernel;
+  // past the small-n rows, one GEMM per part (the residual add's GEMM into its scratch `out`).
   void quantize_fp8(const Tensor& x, float static_scale, const Fp8Rows& out) override;
   void rms_norm_quantize_fp8(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
                              float static_scale, const Fp8Rows& out) override;

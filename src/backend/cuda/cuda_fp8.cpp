@@ -141,9 +141,13 @@ void CudaBackend::linear_fp8_group(const Fp8Rows& x, const std::vector<Fp8Linear
   const int64_t n = x.values.dim(0), in = x.values.dim(1);
   if (n == 0 || parts.empty()) return;
   if (runs_cublaslt(LinearPath::kAuto, n)) {
+    // Each part's unscaled sums into its own output, then scaled there.
     for (const Fp8LinearPart& p : parts) {
-      gemm_->run_fp8(x.values.data, x.scales.as<const float>(), p.weight->data, p.scale->as<const float>(),
-                     bias_data(p), p.out.data, n, in, p.weight->dim(0), buckets_.of(n), stream_);
+      const int64_t rows = p.weight->dim(0);
+      gemm_->run_fp8(x.values.data, p.weight->data, p.out.data, n, in, rows, buckets_.of(n), stream_);
+      cuda::launch_fp8_scale_outputs(cuda::bf16_ptr(p.out), x.scales.as<const float>(), p.scale->as<const float>(),
+                                     static_cast<const __nv_bfloat16*>(bias_data(p)),
+                                     cuda::LinearOutputs::whole(p.out.data, rows), n, rows, stream_);
     }
     return;
   }
@@ -168,18 +172,22 @@ void CudaBackend::linear_fp8_group(const Fp8Rows& x, const std::vector<Fp8Linear
 
 void CudaBackend::linear_fp8_residual_add(const Fp8Rows& x, const Tensor& weight, const Tensor& scale,
                                           const Tensor& out, const Tensor& residual) {
-  (void)out;  // scratch of the default steps: the add happens in the matmul's store (or GEMM) here
   check_fp8_rows(x, "linear_fp8_residual_add");
   check_fp8_part(x, {&weight, &scale, nullptr, residual});
   const int64_t n = x.values.dim(0), in = x.values.dim(1);
   if (n == 0) return;
-  if (runs_cublaslt(LinearPath::kAuto, n)) {
-    gemm_->run_fp8(x.values.data, x.scales.as<const float>(), weight.data, scale.as<const float>(), nullptr,
-                   residual.data, n, in, weight.dim(0), buckets_.of(n), stream_, /*add_to_out=*/true);
-    return;
-  }
   cuda::LinearOutputs outputs = cuda::LinearOutputs::whole(residual.data, weight.dim(0));
   outputs.add_to_output = true;
+  if (runs_cublaslt(LinearPath::kAuto, n)) {
+    // The unscaled sums into the scratch `out`, then scaled and added to the residual stream.
+    cuda::require(out, DType::kBF16, "linear_fp8_residual_add scratch");
+    FG_CHECK(out.same_shape({n, weight.dim(0)}), "cuda backend: linear_fp8_residual_add scratch {} for {} rows of {}",
+             out.shape_string(), n, weight.dim(0));
+    gemm_->run_fp8(x.values.data, weight.data, out.data, n, in, weight.dim(0), buckets_.of(n), stream_);
+    cuda::launch_fp8_scale_outputs(cuda::bf16_ptr(out), x.scales.as<const float>(), scale.as<const float>(), nullptr,
+                                   outputs, n, weight.dim(0), stream_);
+    return;
+  }
   run_fp8_small_n(x, weight.data, scale.data, nullptr, outputs, weight.dim(0));
 }
 

@@ -62,4 +62,13 @@ void launch_fp8_small_n_linear(const uint8_t* x, const float* x_scales, const ui
                                const __nv_bfloat16* bias, const LinearOutputs& out, int64_t n, int64_t in,
                                int64_t out_features, int sm_count, cudaStream_t stream);
 
+// The scaling of an FP8 linear whose sums a GEMM left unscaled (CublasLtLinear::run_fp8): each
+// output (i, j) of `out` gets sums[i, j] * x_scales[i] * w_scales[j] (+ bias[j]), in fp32 in that
+// order, rounded once to bf16 and stored (or added, out.add_to_output) as LinearOutputs::put does.
+// sums BF16 [n, out_features] may be one of out's parts itself (each element is read, then
+// written, by one thread). out_features % 2 == 0.
+void launch_fp8_scale_outputs(const __nv_bfloat16* sums, const float* x_scales, const float* w_scales,
+                              const __nv_bfloat16* bias, const LinearOutputs& out, int64_t n, int64_t out_features,
+                              cudaStream_t stream);
+
 }  // namespace fg::cuda
