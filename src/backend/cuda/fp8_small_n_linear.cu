@@ -1,11 +1,12 @@
 // backend/cuda/fp8_small_n_linear.cu — the decode-time linear (n <= 16 token rows) over e4m3
 // weights with a scale per output channel and e4m3 token rows with a scale per row.
 //
-// Arithmetic. Every e4m3 value is exact in f16 (cvt.rn.f16x2.e4m3x2), so the kernel runs
-// mma.sync m16n8k16 in f16 with fp32 accumulators: exact products, fp32 sums. (The native FP8
-// tensor-core instructions of Hopper do not keep a full fp32 accumulator.) The scales are applied
-// once per output, after the sum: acc * x_scale * w_scale, then the bias, each step rounded in
-// fp32 (__fmul_rn / __fadd_rn: no contraction into an fma), then one rounding to bf16.
+// Arithmetic. Every e4m3 value is exact in f16 (the weights converted by cvt.rn.f16x2.e4m3x2,
+// the tokens by integer ops: see e4m3x2_to_f16x2_alu), so the kernel runs mma.sync m16n8k16 in
+// f16 with fp32 accumulators: exact products, fp32 sums. (The native FP8 tensor-core instructions
+// of Hopper do not keep a full fp32 accumulator.) The scales are applied once per output, after
+// the sum: acc * x_scale * w_scale, then the bias, each step rounded in fp32 (__fmul_rn /
+// __fadd_rn: no contraction into an fma), then one rounding to bf16.
 //
 // Layout. A block owns 16 weight rows (the m16 side of the mma) and all n token rows (the n8 side:
 // one n8 tile, or two when n > 8). Lane (g = lane / 4, t = lane % 4) loads 16 contiguous bytes at
@@ -15,13 +16,12 @@
 // (2t+8, 2t+9) of the i-th mma of the step, for the weights (A) and the tokens (B) alike, so the
 // operands stream with plain 16-byte loads and no shuffles or shared memory.
 //
-// Work split: the block's warps take groups of kUnroll consecutive k-steps round-robin; a warp
-// multiplies one group while the 2 * kUnroll weight loads of its next are in flight, and asks L2
-// for the lines of its group kPrefetchGroups ahead. The weights depend on no earlier kernel (PDL):
-// each warp requests its first group and prefetches the next ones before waiting for the kernel
-// that writes the tokens. The steps left over (fewer than a group, the last maybe partial when
-// in % 64 != 0) go one per warp in turn. The warps' partial sums meet in shared memory and are
-// added in warp order.
+// Work split: the block's warps take groups of kUnroll consecutive k-steps round-robin, all 2 *
+// kUnroll weight loads of a group in flight at once, and each warp asks L2 for the lines of its
+// group kPrefetchGroups ahead. The weights depend on no earlier kernel (PDL): each warp requests
+// its first group and prefetches the next before waiting for the kernel that writes the tokens.
+// The steps left over (fewer than a group, the last maybe partial when in % 64 != 0) go one per
+// warp in turn. The warps' partial sums meet in shared memory and are added in warp order.
 //
 // Graph == eager (DESIGN.md rule 7): the warp count is a function of (out_features, in, sm_count),
 // the k order of every accumulator follows from it and from `in`, and the tensor core computes
@@ -62,12 +62,26 @@ __device__ __forceinline__ void prefetch_l2(const uint8_t* p) { asm volatile("pr
 __device__ __forceinline__ uint4 load_tokens(const uint8_t* p) { return *reinterpret_cast<const uint4*>(p); }
 
 // Two e4m3 (the low and high byte of v) to two f16 (low and high half), exactly: every e4m3
-// value is an f16. (Measured on H100 against the integer-and-f16 conversion of FP8 Marlin, for
-// the tokens or the weights: the hardware conversion is faster at every n.)
+// value is an f16. The weights go through the hardware conversion ...
 __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t v) {
   uint32_t r;
   const unsigned short h = static_cast<unsigned short>(v);
   asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(h));
+  return r;
+}
+
+// ... and integer and f16 arithmetic for the tokens, the same values in the same halves, so that
+// the conversions of a step are shared between two pipes rather than queued on one. Bytes b0, b1
+// (selector 0x1404) or b2, b3 (0x3424) of v go to the high byte of each half; shifting the 7
+// bits of exponent and mantissa right by one places them in the f16 fields (bias 15 against 7, 3
+// mantissa bits against 10), which reads as the e4m3 value times 2^-8, e4m3 subnormals included
+// (they become f16 subnormals); the f16 multiply by 2^8 is exact and restores the value.
+template <unsigned kSelector>
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2_alu(uint32_t v) {
+  const uint32_t x = __byte_perm(v, 0u, kSelector);
+  const uint32_t scaled = (x & 0x80008000u) | ((x >> 1) & 0x3f803f80u);
+  uint32_t r;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(scaled), "r"(0x5c005c00u));  // x 256.0 in each half
   return r;
 }
 
@@ -87,7 +101,8 @@ __device__ __forceinline__ void mma_step(float (&c)[4], const uint32_t (&a)[4][4
   const uint32_t xw[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i)
-    mma_f16_16x8x16(c, a[i][0], a[i][1], a[i][2], a[i][3], e4m3x2_to_f16x2(xw[i]), e4m3x2_to_f16x2(xw[i] >> 16));
+    mma_f16_16x8x16(c, a[i][0], a[i][1], a[i][2], a[i][3], e4m3x2_to_f16x2_alu<0x1404>(xw[i]),
+                    e4m3x2_to_f16x2_alu<0x3424>(xw[i]));
 }
 
 // The A fragments of a step from the weight rows' 16 bytes: a[i] = {row g k-slots (2t, 2t+1), row
@@ -167,46 +182,38 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
   };
 
   const int full_steps = in / kStepK, steps = (in + kStepK - 1) / kStepK, groups = full_steps / kUnroll;
-  // Each warp holds two groups of weights: the one it multiplies and the next, whose loads are in
-  // flight meanwhile (measured on H100: +10-25% on the large shapes against one group at a time).
   int group = warp;
-  uint4 lo[kUnroll], hi[kUnroll];
   if (group < groups) {
+    uint4 lo[kUnroll], hi[kUnroll];
     load_group(group * kUnroll * kStepK, lo, hi);
 #pragma unroll
     for (int ahead = 1; ahead <= kPrefetchGroups; ++ahead) prefetch_group(group + ahead * warps, groups);
+    wait_for_prerequisite_grids();
+    compute_group(group * kUnroll * kStepK, lo, hi);
+    group += warps;
+  } else {
+    wait_for_prerequisite_grids();
   }
-  wait_for_prerequisite_grids();
   for (; group < groups; group += warps) {
-    const int next = group + warps;
-    if (next < groups) {
-      uint4 next_lo[kUnroll], next_hi[kUnroll];
-      load_group(next * kUnroll * kStepK, next_lo, next_hi);
-      prefetch_group(next + kPrefetchGroups * warps, groups);
-      compute_group(group * kUnroll * kStepK, lo, hi);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        lo[u] = next_lo[u];
-        hi[u] = next_hi[u];
-      }
-    } else {
-      compute_group(group * kUnroll * kStepK, lo, hi);
-    }
+    uint4 lo[kUnroll], hi[kUnroll];
+    load_group(group * kUnroll * kStepK, lo, hi);
+    prefetch_group(group + kPrefetchGroups * warps, groups);
+    compute_group(group * kUnroll * kStepK, lo, hi);
   }
   // The leftover steps; a lane's 16 values are all in or all out since in % 16 == 0.
   for (int s = groups * kUnroll + warp; s < steps; s += warps) {
     const int k = s * kStepK;
     const bool in_range = k + t * 16 < in;
-    uint4 step_lo = zero, step_hi = zero, xv[kTiles];
+    uint4 lo = zero, hi = zero, xv[kTiles];
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) xv[j] = zero;
     if (in_range) {
-      step_lo = load_weights(w_lo + k);
-      step_hi = load_weights(w_hi + k);
+      lo = load_weights(w_lo + k);
+      hi = load_weights(w_hi + k);
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) xv[j] = load_tokens(x_lane[j] + k);
     }
-    step(step_lo, step_hi, xv);
+    step(lo, hi, xv);
   }
 
 #pragma unroll
