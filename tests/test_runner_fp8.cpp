@@ -1,7 +1,7 @@
 // tests/test_runner_fp8.cpp — the full-graph runner on the CPU backend with FP8 linears: graph
 // replay equals the unpadded eager run bit for bit on the real rows (uniform decode at every batch
 // size past the largest bucket, mixed prefill+decode), for FP8 checkpoints with per-token and with
-// static input scales and for a BF16 model quantized at load. Per-token scales must not let a
+// static input scales, for a BF16 model quantized at load, and for a BF16 model over an FP8 KV cache. Per-token scales must not let a
 // padded row reach a real one, and static ones must round every row alike.
 #include <gtest/gtest.h>
 
@@ -18,13 +18,15 @@ class RunnerFp8 : public test::RunnerTest<std::string> {
     backend_ = std::make_unique<CpuBackend>();
     LoadOptions load;
     std::string path = (test::source_dir() / "tests" / "fixtures" / "fp8" / GetParam()).string();
+    const bool fp8_cache = GetParam() == "tiny-llama-fp8-kv-cache";
     if (GetParam() == "tiny-llama-quantized-at-load") {
       load.quantize_fp8 = true;
       path = test::model_fixture("tiny-llama");
     }
+    if (fp8_cache) path = test::model_fixture("tiny-llama");
     loaded_ = load_model(path, load, *backend_);
-    ASSERT_TRUE(loaded_.weights.layers[0].any_fp8());
-    start_runner(options, num_blocks, DType::kF32);
+    ASSERT_TRUE(fp8_cache || loaded_.weights.layers[0].any_fp8());
+    start_runner(options, num_blocks, fp8_cache ? DType::kF8E4M3 : DType::kF32);
   }
 };
 
@@ -55,7 +57,7 @@ TEST_P(RunnerFp8, MixedBatchesGraphEqualsEager) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, RunnerFp8,
                          ::testing::Values("tiny-llama-ct-dynamic", "tiny-llama-fp8-static", "tiny-qwen2-ct-static",
-                                           "tiny-llama-quantized-at-load"),
+                                           "tiny-llama-quantized-at-load", "tiny-llama-fp8-kv-cache"),
                          [](const auto& info) { return test::fixture_test_name(info.param); });
 
 }  // namespace

@@ -15,6 +15,9 @@ namespace fg {
 struct KvCacheLayer {
   Tensor k;  // [num_blocks, block_size, nkv, hd]
   Tensor v;  // [num_blocks, block_size, nkv, hd]
+  // An F8_E4M3 cache (--kv-cache-dtype fp8) holds e4m3(clamp(x / scale, -448, 448)) and reads back
+  // e4m3 * scale; 1.0 unless a checkpoint gives the layer's scales (as vLLM defaults them).
+  float k_scale = 1.0f, v_scale = 1.0f;
 };
 
 // The attention metadata of one step, in the layout of DESIGN.md's contract.

@@ -60,6 +60,11 @@ void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
                  "e4m3 as they load, a scale per output channel, inputs rounded with a scale per token (vLLM's "
                  "--quantization fp8); embeddings, norms and the LM head stay as they are. FP8 checkpoints need no flag")
       ->check(CLI::IsMember({"fp8"}));
+  cmd.add_option("--kv-cache-dtype", o.kv_cache_dtype,
+                 "auto (the activation dtype) | bf16 | fp8 (e4m3, one byte per element: twice the tokens in the same "
+                 "memory; scales 1.0; the CPU backend only, for now)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "bf16", "fp8"}));
   cmd.add_option("--device", o.device, "cpu | cuda")->capture_default_str();
   cmd.add_option("--attention", o.attention,
                  "GPU attention: auto (split_kv for small decode batches, flash for the rest) | flash | split_kv | "
@@ -111,6 +116,21 @@ LoadOptions load_options(const EngineSetupOptions& o) {
   load.round_rope_inv_freq_to_bf16 = o.rope_bf16;
   load.quantize_fp8 = o.quantization == "fp8";
   return load;
+}
+
+DType kv_cache_dtype(const EngineSetupOptions& o, const Backend& backend) {
+  if (o.kv_cache_dtype == "fp8") {
+    FG_CHECK(backend.device() == Device::kHost, "--kv-cache-dtype fp8: the {} backend's attention kernels do not "
+             "read FP8 caches yet (the cpu backend runs them)", backend.name());
+    return DType::kF8E4M3;
+  }
+  if (o.kv_cache_dtype == "bf16") {
+    FG_CHECK(backend.activation_dtype() == DType::kBF16, "--kv-cache-dtype bf16: the {} backend keeps its cache in "
+             "{} (or fp8)", backend.name(), dtype_name(backend.activation_dtype()));
+    return DType::kBF16;
+  }
+  FG_CHECK(o.kv_cache_dtype == "auto", "unknown --kv-cache-dtype '{}' (expected auto, bf16 or fp8)", o.kv_cache_dtype);
+  return backend.activation_dtype();
 }
 
 std::unique_ptr<Backend> make_backend(const EngineSetupOptions& o, const GpuBackendFactory& gpu) {
@@ -196,7 +216,7 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   s->model = std::make_unique<LlamaModel>(c, std::move(weights), backend, o.max_num_batched_tokens, max_seqs);
 
   // The KV pool: what is asked for, or what the memory budget leaves.
-  const DType kv_dtype = backend.activation_dtype();
+  const DType kv_dtype = kv_cache_dtype(o, backend);
   const int64_t per_block = kv_bytes_per_block(c, o.block_size, kv_dtype);
   int64_t num_blocks = o.kv_cache_blocks;
   std::string sized_by = "--kv-cache-blocks";

@@ -36,6 +36,7 @@ struct EngineSetupOptions {
   std::string shape;         // a named shape (dummy weights, no tokenizer unless built-in)
   std::string load_format = "auto";
   std::string quantization;  // "" | fp8: quantize the float linears at load (LoadOptions::quantize_fp8)
+  std::string kv_cache_dtype = "auto";  // auto | bf16 | fp8 (kv_cache_dtype())
   std::string device = "cpu";
   std::string attention = "auto";
   int threads = 0;
@@ -86,6 +87,10 @@ struct EngineSetup {
 // is checked against it (refused, or noted in the log: cli/dtype_option.h).
 // What the model options (--load-format, --rope-inv-freq-bf16, --quantization) ask of the loader.
 LoadOptions load_options(const EngineSetupOptions& o);
+
+// The KV cache's dtype for --kv-cache-dtype on `backend`: auto is the activation dtype; fp8
+// (F8_E4M3, one byte per element) runs on the CPU backend only for now, bf16 on the GPU only.
+DType kv_cache_dtype(const EngineSetupOptions& o, const Backend& backend);
 
 std::unique_ptr<Backend> make_backend(const EngineSetupOptions& o, const GpuBackendFactory& gpu);
 

@@ -135,7 +135,7 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
         gpu.set_attention(backend, o.engine.attention, attention_limits(config, step_tokens, 1, T + o.max_tokens, o.engine.block_size));
   }
   LlamaModel model(config, std::move(loaded.weights), backend, step_tokens, keep_logits ? T : 1);
-  KvCache kv = allocate_kv_cache(backend, config, blocks, o.engine.block_size, backend.activation_dtype());
+  KvCache kv = allocate_kv_cache(backend, config, blocks, o.engine.block_size, kv_cache_dtype(o.engine, backend));
 
   GreedyResult result;
   std::string mode = "eager, all prompt logits";

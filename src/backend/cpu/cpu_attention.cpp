@@ -1,6 +1,9 @@
 // backend/cpu/cpu_attention.cpp — RoPE with the paged KV-cache write, and paged causal attention
 // over a variable-length batch, on the CPU.
 //
+// The cache is F32, or F8_E4M3 (--kv-cache-dtype fp8): written rounded to e4m3 with the layer's
+// scale, decoded on every read.
+//
 // These read the step metadata exactly as a GPU backend does (query_start_loc, seq_lens,
 // block_table, slot_mapping) and check every value they use, so a metadata bug shows up here as
 // an error that names the field, not as silently different numbers.
@@ -24,6 +27,32 @@ struct CacheGeometry {
   int64_t slot_stride() const { return num_kv_heads * head_dim; }
 };
 
+// A cache is F32, or F8_E4M3 holding e4m3(clamp(x / scale)) (KvCacheLayer).
+void require_cache(const Tensor& t, const char* what) {
+  FG_CHECK(t.dtype == DType::kF32 || t.dtype == DType::kF8E4M3, "cpu backend: {} must be F32 or F8_E4M3, got {}",
+           what, dtype_name(t.dtype));
+}
+
+// Writes `count` values of a token's k or v to the cache at element `offset`.
+void store_cache(const Tensor& cache, int64_t offset, const float* x, int64_t count, float scale) {
+  if (cache.dtype == DType::kF32) {
+    std::copy_n(x, count, cache.as<float>() + offset);
+    return;
+  }
+  uint8_t* dst = cache.as<uint8_t>() + offset;
+  for (int64_t e = 0; e < count; ++e) dst[e] = float_to_e4m3(std::fmin(std::fmax(x[e] / scale, -kE4M3Max), kE4M3Max));
+}
+
+// The `count` cached values at element `offset` as fp32: in place for an F32 cache, else decoded
+// into `buffer`.
+const float* load_cache(const Tensor& cache, int64_t offset, int64_t count, float scale, std::vector<float>& buffer) {
+  if (cache.dtype == DType::kF32) return cache.as<const float>() + offset;
+  buffer.resize(static_cast<size_t>(count));
+  const uint8_t* src = cache.as<const uint8_t>() + offset;
+  for (int64_t e = 0; e < count; ++e) buffer[e] = e4m3_to_float(src[e]) * scale;
+  return buffer.data();
+}
+
 // Rotate-half RoPE of one head: pairs (i, i + hd/2) turn by the angle of frequency i.
 void rotate_head(float* x, const float* cos, const float* sin, int64_t half) {
   for (int64_t i = 0; i < half; ++i) {
@@ -41,8 +70,8 @@ void CpuBackend::rope_and_cache_write_now(const Tensor& q, const Tensor& k, cons
   cpu::require_f32(q, "rope q");
   cpu::require_f32(k, "rope k");
   cpu::require_f32(v, "rope v");
-  cpu::require_f32(cache.k, "k cache");
-  cpu::require_f32(cache.v, "v cache");
+  require_cache(cache.k, "k cache");
+  require_cache(cache.v, "v cache");
   cpu::require_i32(positions, "positions");
   FG_CHECK(slot_mapping.dtype == DType::kI64, "cpu backend: slot_mapping must be I64");
   const CacheGeometry geo(cache);
@@ -68,8 +97,8 @@ void CpuBackend::rope_and_cache_write_now(const Tensor& q, const Tensor& k, cons
       for (int64_t h = 0; h < nkv; ++h) rotate_head(k.as<float>() + (i * nkv + h) * hd, cos, sin, half);
       if (slots[i] < 0) continue;  // padded token: never written (DESIGN.md contract)
       const int64_t stride = geo.slot_stride();
-      std::copy_n(k.as<const float>() + i * stride, stride, cache.k.as<float>() + slots[i] * stride);
-      std::copy_n(v.as<const float>() + i * stride, stride, cache.v.as<float>() + slots[i] * stride);
+      store_cache(cache.k, slots[i] * stride, k.as<const float>() + i * stride, stride, cache.k_scale);
+      store_cache(cache.v, slots[i] * stride, v.as<const float>() + i * stride, stride, cache.v_scale);
     }
   });
 }
@@ -81,6 +110,8 @@ void CpuBackend::attention_now(const Tensor& q, const KvCacheLayer& cache, const
   cpu::require_i32(meta.query_start_loc, "query_start_loc");
   cpu::require_i32(meta.seq_lens, "seq_lens");
   cpu::require_i32(meta.block_table, "block_table");
+  require_cache(cache.k, "k cache");
+  require_cache(cache.v, "v cache");
   const CacheGeometry geo(cache);
   const int64_t n = q.dim(0), hd = geo.head_dim, nh = q.dim(1) / hd, nkv = geo.num_kv_heads;
   const int64_t group = nh / nkv, num_reqs = meta.seq_lens.dim(0), max_blocks = meta.block_table.dim(1);
@@ -110,7 +141,7 @@ void CpuBackend::attention_now(const Tensor& q, const KvCacheLayer& cache, const
   }
 
   pool_.parallel_for(n * nh, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores;
+    std::vector<float> scores, decoded;
     std::vector<float> acc(hd);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t token = item / nh, head = item % nh, kv_head = head / group;
@@ -125,7 +156,7 @@ void CpuBackend::attention_now(const Tensor& q, const KvCacheLayer& cache, const
       scores.resize(visible);
       float max_score = -INFINITY;
       for (int64_t t = 0; t < visible; ++t) {
-        const float* kv = cache.k.as<const float>() + (slot_of(t) * nkv + kv_head) * hd;
+        const float* kv = load_cache(cache.k, (slot_of(t) * nkv + kv_head) * hd, hd, cache.k_scale, decoded);
         scores[t] = cpu::dot(qv, kv, hd) * scale;
         max_score = std::max(max_score, scores[t]);
       }
@@ -137,7 +168,7 @@ void CpuBackend::attention_now(const Tensor& q, const KvCacheLayer& cache, const
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t t = 0; t < visible; ++t) {
         const float p = scores[t] / sum;
-        const float* vv = cache.v.as<const float>() + (slot_of(t) * nkv + kv_head) * hd;
+        const float* vv = load_cache(cache.v, (slot_of(t) * nkv + kv_head) * hd, hd, cache.v_scale, decoded);
         for (int64_t d = 0; d < hd; ++d) acc[d] += p * vv[d];
       }
       std::copy(acc.begin(), acc.end(), out.as<float>() + (token * nh + head) * hd);
