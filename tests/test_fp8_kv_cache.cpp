@@ -13,6 +13,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "gguf_test_support.h"
+#include "runner_test_support.h"
 #include "model/model_loader.h"
 #include "runner/greedy_generator.h"
 #include "test_support.h"
@@ -42,11 +43,8 @@ TEST_P(Fp8KvCache, LogitsMatchTransformersRoundingKeysAndValuesAlike) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Fp8KvCache, ::testing::ValuesIn(test::fixture_models()), [](const auto& info) {
-  std::string name = info.param;
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
-});
+INSTANTIATE_TEST_SUITE_P(Fixtures, Fp8KvCache, ::testing::ValuesIn(test::fixture_models()),
+                         [](const auto& info) { return test::fixture_test_name(info.param); });
 
 }  // namespace
 }  // namespace fg

@@ -20,6 +20,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "gguf_test_support.h"
+#include "runner_test_support.h"
 #include "model/model_loader.h"
 #include "runner/greedy_generator.h"
 #include "test_support.h"
@@ -76,11 +77,7 @@ TEST_P(QuantizedAtLoad, LogitsMatchTransformersQuantizingTheSameWay) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizedAtLoad, ::testing::ValuesIn(test::fixture_models()),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         [](const auto& info) { return test::fixture_test_name(info.param); });
 
 TEST(QuantizedAtLoadOption, Fp8CheckpointsAreRefusedNamingTheirOwnQuantization) {
   CpuBackend backend;

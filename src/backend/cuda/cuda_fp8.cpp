@@ -51,18 +51,14 @@ void check_fp8_part(const Fp8Rows& x, const Fp8LinearPart& p) {
 
 const void* bias_data(const Fp8LinearPart& p) { return p.bias != nullptr ? p.bias->data : nullptr; }
 
-bool lies_after(const Tensor& t, const Tensor& next) {
-  return static_cast<const char*>(t.data) + t.nbytes() == next.data && t.dtype == next.dtype;
-}
-
 // Whether the parts run as one launch: weights, scales and biases (all or none) back to back.
 bool fp8_fusable(const std::vector<Fp8LinearPart>& parts) {
   if (parts.empty() || parts.size() > static_cast<size_t>(cuda::LinearOutputs::kMaxParts)) return false;
   const bool biased = bias_data(parts[0]) != nullptr;
   for (size_t i = 1; i < parts.size(); ++i) {
     const Fp8LinearPart &before = parts[i - 1], &part = parts[i];
-    if (!lies_after(*before.weight, *part.weight) || !lies_after(*before.scale, *part.scale)) return false;
-    if ((bias_data(part) != nullptr) != biased || (biased && !lies_after(*before.bias, *part.bias))) return false;
+    if (!cuda::follows(*before.weight, *part.weight) || !cuda::follows(*before.scale, *part.scale)) return false;
+    if ((bias_data(part) != nullptr) != biased || (biased && !cuda::follows(*before.bias, *part.bias))) return false;
   }
   return true;
 }
@@ -165,8 +161,8 @@ void CudaBackend::linear_fp8_group(const Fp8Rows& x, const std::vector<Fp8Linear
     return;
   }
   for (const Fp8LinearPart& p : parts) {
-    run_fp8_small_n(x, p.weight->data, p.scale->data, bias_data(p), cuda::LinearOutputs::whole(p.out.data, p.weight->dim(0)),
-                    p.weight->dim(0));
+    const int64_t rows = p.weight->dim(0);
+    run_fp8_small_n(x, p.weight->data, p.scale->data, bias_data(p), cuda::LinearOutputs::whole(p.out.data, rows), rows);
   }
 }
 

@@ -45,11 +45,6 @@ void check_linear(const Tensor& x, const Tensor& weight, const Tensor* bias, con
 
 bool has_data(const Tensor* t) { return t != nullptr && t->data != nullptr; }
 
-// Whether `next` starts where `t` ends in memory.
-bool follows(const Tensor& t, const Tensor& next) {
-  return static_cast<const char*>(t.data) + t.nbytes() == next.data && t.dtype == next.dtype &&
-         t.device == next.device;
-}
 
 // Whether a group's parts can run as one matmul: at most LinearOutputs::kMaxParts of them, weights
 // of one width back to back, biases all absent or back to back, outputs of one dtype.
@@ -61,8 +56,8 @@ bool fusable(const std::vector<LinearPart>& parts) {
     if (part.weight->rank != 2 || has_data(part.bias) != biased || part.out.dtype != parts[0].out.dtype) return false;
     if (p == 0) continue;
     const LinearPart& before = parts[p - 1];
-    if (part.weight->dim(1) != before.weight->dim(1) || !follows(*before.weight, *part.weight)) return false;
-    if (biased && !follows(*before.bias, *part.bias)) return false;
+    if (part.weight->dim(1) != before.weight->dim(1) || !cuda::follows(*before.weight, *part.weight)) return false;
+    if (biased && !cuda::follows(*before.bias, *part.bias)) return false;
   }
   return true;
 }
@@ -330,14 +325,16 @@ bool CudaBackend::takes_input_norm(int64_t out_features, int64_t in) const {
 }
 
 bool CudaBackend::runs_gated(int64_t n, const Tensor& gate, const Tensor& up) const {
-  return fuses_small_n(n) && gate.rank == 2 && up.same_shape({gate.dim(0), gate.dim(1)}) && follows(gate, up) &&
+  return fuses_small_n(n) && gate.rank == 2 && up.same_shape({gate.dim(0), gate.dim(1)}) &&
+         cuda::follows(gate, up) &&
          cuda::gated_linear_applies(gate.dim(0), gate.dim(1), sm_count_);
 }
 
 bool CudaBackend::runs_gate_up_span(int64_t n, const Tensor& gate, const Tensor& up, const Tensor& gate_out,
                                     const Tensor& up_out) const {
   return runs_cublaslt(LinearPath::kAuto, n) && gate.rank == 2 && up.same_shape({gate.dim(0), gate.dim(1)}) &&
-         gate.dim(0) % 8 == 0 && follows(gate, up) && gate_out.dtype == DType::kBF16 && follows(gate_out, up_out);
+         gate.dim(0) % 8 == 0 && cuda::follows(gate, up) && gate_out.dtype == DType::kBF16 &&
+         cuda::follows(gate_out, up_out);
 }
 
 void CudaBackend::run_gate_up_span(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& gate_out,

@@ -36,6 +36,13 @@ inline void require_aligned16(const Tensor& t, const char* what) {
   FG_CHECK(reinterpret_cast<uintptr_t>(t.data) % 16 == 0, "cuda backend: {} is not 16-byte aligned", what);
 }
 
+// Whether `next` starts where `t` ends in memory, of the same dtype and device: parts a linear
+// group may run as one matmul.
+inline bool follows(const Tensor& t, const Tensor& next) {
+  return static_cast<const char*>(t.data) + t.nbytes() == next.data && t.dtype == next.dtype &&
+         t.device == next.device;
+}
+
 // A checked BF16 tensor's data, as the launchers take it.
 inline __nv_bfloat16* bf16_ptr(const Tensor& t) { return static_cast<__nv_bfloat16*>(t.data); }
 
