@@ -8,7 +8,6 @@
 // other side of a rounding midpoint.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdio>
 
 #include "backend/cpu/cpu_backend.h"
