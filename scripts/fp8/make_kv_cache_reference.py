@@ -10,6 +10,7 @@ F32 [T, V] for the shared reference's prompts 0..2 (lengths 1, 7 and 33).
 
 Usage: OMP_NUM_THREADS=1 python3 scripts/fp8/make_kv_cache_reference.py
 """
+import contextlib
 import importlib
 
 import torch
@@ -26,15 +27,24 @@ def through_e4m3(x, scale=1.0):
     return (x / scale).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn).float() * scale
 
 
+@contextlib.contextmanager
+def attention_rounding(family, rounding):
+    """The family's eager attention sees its keys and values through `rounding` while inside."""
+    module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
+    original = module.eager_attention_forward
+    module.eager_attention_forward = lambda m, q, k, v, *args, **kwargs: original(
+        m, q, rounding(k), rounding(v), *args, **kwargs)
+    try:
+        yield
+    finally:
+        module.eager_attention_forward = original
+
+
 def main():
     out_dir = OUT / "kv-cache"
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, family in FAMILIES.items():
-        module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
-        original = module.eager_attention_forward
-        module.eager_attention_forward = lambda m, q, k, v, *args, **kwargs: original(
-            m, q, through_e4m3(k), through_e4m3(v), *args, **kwargs)
-        try:
+        with attention_rounding(family, through_e4m3):
             model = AutoModelForCausalLM.from_pretrained(MODELS / name, dtype=torch.float32,
                                                          attn_implementation="eager").eval()
             reference = load_file(MODELS / name / "reference.safetensors")
@@ -48,8 +58,6 @@ def main():
                     ref = reference[f"prompt_{i}.logits"].float()
                     print(name, len(ids), "||fp8 kv - bf16 ref|| / ||ref|| =", float((logits - ref).norm() / ref.norm()))
             save_file(tensors, out_dir / f"{name}.safetensors")
-        finally:
-            module.eager_attention_forward = original
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 transformers: the FP8 fixtures (make_fp8_fixtures.py) and the models quantized at load
 (make_quantize_at_load_reference.py) run as their references do, except that every quantized
 linear's input is first rounded to bf16, as a GPU that keeps bf16 activations hands it over.
+Likewise for an FP8 KV cache (make_kv_cache_reference.py): every key and value rounded to bf16
+before e4m3, as the GPU's cache write receives them (keys "kv-cache/<model>").
 
 An input within bf16 noise of a midpoint between two e4m3 values rounds to the other one, which
 moves it by 1/16 of itself; a few percent of the elements do, so the logits move by a few percent
@@ -20,6 +22,7 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 
 import make_fp8_fixtures as fixtures
+import make_kv_cache_reference as kv_reference
 from make_quantize_at_load_reference import MODELS_QUANTIZED, quantize_per_channel
 
 
@@ -67,6 +70,14 @@ def quantized_at_load(name):
     return distances(model, load_file(fixtures.OUT / "quantized-at-load" / f"{name}.safetensors"))
 
 
+def kv_cache(name):
+    bf16_then_e4m3 = lambda x: kv_reference.through_e4m3(x.to(torch.bfloat16).float())
+    with kv_reference.attention_rounding(kv_reference.FAMILIES[name], bf16_then_e4m3):
+        model = AutoModelForCausalLM.from_pretrained(fixtures.MODELS / name, dtype=torch.float32,
+                                                     attn_implementation="eager").eval()
+        return distances(model, load_file(fixtures.OUT / "kv-cache" / f"{name}.safetensors"))
+
+
 def main():
     report = {}
     for name, spec in fixtures.FIXTURES.items():
@@ -76,6 +87,9 @@ def main():
     for name in MODELS_QUANTIZED:
         report[name] = quantized_at_load(name)
         print(name, report[name])
+    for name in kv_reference.FAMILIES:
+        report["kv-cache/" + name] = kv_cache(name)
+        print("kv-cache/" + name, report["kv-cache/" + name])
     (fixtures.OUT / "bf16_input_distance.json").write_text(json.dumps(report, indent=2) + "\n")
 
 

@@ -119,11 +119,7 @@ LoadOptions load_options(const EngineSetupOptions& o) {
 }
 
 DType kv_cache_dtype(const EngineSetupOptions& o, const Backend& backend) {
-  if (o.kv_cache_dtype == "fp8") {
-    FG_CHECK(backend.device() == Device::kHost, "--kv-cache-dtype fp8: the {} backend's attention kernels do not "
-             "read FP8 caches yet (the cpu backend runs them)", backend.name());
-    return DType::kF8E4M3;
-  }
+  if (o.kv_cache_dtype == "fp8") return DType::kF8E4M3;
   if (o.kv_cache_dtype == "bf16") {
     FG_CHECK(backend.activation_dtype() == DType::kBF16, "--kv-cache-dtype bf16: the {} backend keeps its cache in "
              "{} (or fp8)", backend.name(), dtype_name(backend.activation_dtype()));

@@ -10,12 +10,18 @@
 // same values. Each request's KV blocks are a random permutation of the cache's blocks; the null
 // block 0, the slots past each request's context and the spare blocks hold NaN, so a kernel that
 // reads a slot it should not shows NaN. Outputs are poisoned (NaN) before every run.
+//
+// A config with fp8_kv keeps the cache in e4m3 (--kv-cache-dtype fp8): the bytes are the random
+// values divided by the config's scales and rounded to e4m3 (NaN where poisoned), and the CPU reads
+// the same bytes through its own FP8 cache path (e4m3 * scale in fp32), so both sides attend over
+// identical keys and values and the bf16 tolerance still holds.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -36,11 +42,14 @@ struct Config {
   int num_kv_heads = 2;
   int group = 1;  // query heads per KV head
   int block_size = 16;
+  bool fp8_kv = false;
+  float k_scale = 1.0f, v_scale = 1.0f;  // e4m3 caches only
   int num_heads() const { return num_kv_heads * group; }
   int width() const { return num_heads() * head_dim; }
   float scale() const { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
   std::string label() const {
-    return "hd " + std::to_string(head_dim) + ", G " + std::to_string(group) + ", block " + std::to_string(block_size);
+    return "hd " + std::to_string(head_dim) + ", G " + std::to_string(group) + ", block " + std::to_string(block_size) +
+           (fp8_kv ? ", fp8 KV (scales " + std::to_string(k_scale) + ", " + std::to_string(v_scale) + ")" : "");
   }
 };
 
@@ -68,6 +77,7 @@ struct Step {
   std::vector<int32_t> qsl, seq_lens, table;  // [reqs + 1], [reqs], [reqs, max_blocks]
   std::vector<int> owner;                     // [n]: request of each query row, -1 for none
   Bf16Values q, k, v;                         // q [n, nh * hd]; k, v [num_blocks, bs, nkv, hd]
+  std::vector<uint8_t> k8, v8;                // cfg.fp8_kv: the cache's e4m3 bytes (k and v are then unused)
   int uniform_query_len = 0;                  // every real request's query length, or 0 if they differ
 };
 
@@ -130,12 +140,21 @@ inline Step make_step(const Config& cfg, const std::vector<Req>& real, std::mt19
       s.k.values[e] = s.v.values[e] = NAN;
     }
   }
+  if (cfg.fp8_kv) {
+    s.k8.resize(cache_elems);
+    s.v8.resize(cache_elems);
+    for (size_t e = 0; e < cache_elems; ++e) {
+      s.k8[e] = float_to_e4m3(s.k.values[e] / cfg.k_scale);  // NaN stays NaN (0x7f)
+      s.v8[e] = float_to_e4m3(s.v.values[e] / cfg.v_scale);
+    }
+  }
   return s;
 }
 
 struct DeviceStep {
   DeviceBuffer q, k, v, qsl, seq_lens, table, out;
-  KvCacheLayer cache() const { return {k.tensor, v.tensor}; }
+  float k_scale = 1.0f, v_scale = 1.0f;
+  KvCacheLayer cache() const { return {k.tensor, v.tensor, k_scale, v_scale}; }
   AttentionMetadata meta(int uniform_query_len) const {
     return {qsl.tensor, seq_lens.tensor, table.tensor, uniform_query_len};
   }
@@ -146,8 +165,13 @@ inline DeviceStep alloc_step(const Step& s) {
   DeviceStep d;
   d.q = device_alloc(DType::kBF16, {s.n, c.width()});
   d.out = device_alloc(DType::kBF16, {s.n, c.width()});
-  d.k = device_alloc(DType::kBF16, {s.num_blocks, c.block_size, c.num_kv_heads, c.head_dim});
-  d.v = device_alloc(DType::kBF16, {s.num_blocks, c.block_size, c.num_kv_heads, c.head_dim});
+  const DType kv_dtype = c.fp8_kv ? DType::kF8E4M3 : DType::kBF16;
+  d.k = device_alloc(kv_dtype, {s.num_blocks, c.block_size, c.num_kv_heads, c.head_dim});
+  d.v = device_alloc(kv_dtype, {s.num_blocks, c.block_size, c.num_kv_heads, c.head_dim});
+  if (c.fp8_kv) {
+    d.k_scale = c.k_scale;
+    d.v_scale = c.v_scale;
+  }
   d.qsl = device_alloc(DType::kI32, {s.reqs + 1});
   d.seq_lens = device_alloc(DType::kI32, {s.reqs});
   d.table = device_alloc(DType::kI32, {s.reqs, s.max_blocks});
@@ -157,8 +181,13 @@ inline DeviceStep alloc_step(const Step& s) {
 // Writes a step's contents into buffers of the same shapes (e.g. those a graph was captured on).
 inline void upload_step(const Step& s, const DeviceStep& d) {
   upload(d.q.tensor, s.q.bits);
-  upload(d.k.tensor, s.k.bits);
-  upload(d.v.tensor, s.v.bits);
+  if (s.cfg.fp8_kv) {
+    upload(d.k.tensor, s.k8);
+    upload(d.v.tensor, s.v8);
+  } else {
+    upload(d.k.tensor, s.k.bits);
+    upload(d.v.tensor, s.v.bits);
+  }
   upload(d.qsl.tensor, s.qsl);
   upload(d.seq_lens.tensor, s.seq_lens);
   upload(d.table.tensor, s.table);
@@ -188,8 +217,14 @@ inline std::vector<float> run_cpu(const Step& s) {
     return Tensor(const_cast<int32_t*>(v.data()), DType::kI32, dims);
   };
   std::vector<float> out(static_cast<size_t>(s.n) * c.width(), NAN);
-  const KvCacheLayer cache{host(s.k.values, DType::kF32, {s.num_blocks, c.block_size, c.num_kv_heads, c.head_dim}),
-                           host(s.v.values, DType::kF32, {s.num_blocks, c.block_size, c.num_kv_heads, c.head_dim})};
+  const KvCacheLayer cache =
+      c.fp8_kv ? KvCacheLayer{Tensor(const_cast<uint8_t*>(s.k8.data()), DType::kF8E4M3,
+                                     {s.num_blocks, c.block_size, c.num_kv_heads, c.head_dim}),
+                              Tensor(const_cast<uint8_t*>(s.v8.data()), DType::kF8E4M3,
+                                     {s.num_blocks, c.block_size, c.num_kv_heads, c.head_dim}),
+                              c.k_scale, c.v_scale}
+               : KvCacheLayer{host(s.k.values, DType::kF32, {s.num_blocks, c.block_size, c.num_kv_heads, c.head_dim}),
+                              host(s.v.values, DType::kF32, {s.num_blocks, c.block_size, c.num_kv_heads, c.head_dim})};
   const AttentionMetadata meta{host_i32(s.qsl, {s.reqs + 1}), host_i32(s.seq_lens, {s.reqs}),
                                host_i32(s.table, {s.reqs, s.max_blocks})};
   cpu.attention(host(s.q.values, DType::kF32, {s.n, c.width()}), cache, meta, c.scale(),
@@ -412,19 +447,28 @@ inline void check_step_rows_read_after_the_wait(const std::string& name, const C
   std::mt19937 rng(31);
   const Step s = make_step(cfg, batch, rng);
   const DeviceStep d = to_device(s);
-  DeviceBuffer true_k = device_alloc(DType::kBF16, {s.num_blocks, cfg.block_size, cfg.num_kv_heads, cfg.head_dim});
-  DeviceBuffer true_v = device_alloc(DType::kBF16, {s.num_blocks, cfg.block_size, cfg.num_kv_heads, cfg.head_dim});
-  upload(true_k.tensor, s.k.bits);
-  upload(true_v.tensor, s.v.bits);
-  std::vector<uint16_t> k_early = s.k.bits, v_early = s.v.bits;
-  const size_t slot_elems = static_cast<size_t>(cfg.num_kv_heads) * cfg.head_dim;
+  // The cache's bytes, BF16 or e4m3; 0xFF is a NaN in either.
+  const size_t elem_bytes = cfg.fp8_kv ? 1 : 2;
+  auto cache_bytes = [&](const Bf16Values& values, const std::vector<uint8_t>& e4m3) {
+    if (cfg.fp8_kv) return e4m3;
+    std::vector<uint8_t> bytes(values.bits.size() * 2);
+    std::memcpy(bytes.data(), values.bits.data(), bytes.size());
+    return bytes;
+  };
+  const std::vector<uint8_t> k_true = cache_bytes(s.k, s.k8), v_true = cache_bytes(s.v, s.v8);
+  DeviceBuffer true_k = device_alloc(d.k.tensor.dtype, {s.num_blocks, cfg.block_size, cfg.num_kv_heads, cfg.head_dim});
+  DeviceBuffer true_v = device_alloc(d.v.tensor.dtype, {s.num_blocks, cfg.block_size, cfg.num_kv_heads, cfg.head_dim});
+  upload(true_k.tensor, k_true);
+  upload(true_v.tensor, v_true);
+  std::vector<uint8_t> k_early = k_true, v_early = v_true;
+  const size_t slot_bytes = static_cast<size_t>(cfg.num_kv_heads) * cfg.head_dim * elem_bytes;
   size_t poisoned_slots = 0;
   for (int r = 0; r < s.reqs_real; ++r) {
     for (int pos = s.seq_lens[r] - (s.qsl[r + 1] - s.qsl[r]); pos < s.seq_lens[r]; ++pos, ++poisoned_slots) {
       const size_t slot = static_cast<size_t>(s.table[static_cast<size_t>(r) * s.max_blocks + pos / cfg.block_size]) *
                               cfg.block_size + pos % cfg.block_size;
-      std::fill_n(k_early.begin() + slot * slot_elems, slot_elems, kPoisonBits);
-      std::fill_n(v_early.begin() + slot * slot_elems, slot_elems, kPoisonBits);
+      std::fill_n(k_early.begin() + slot * slot_bytes, slot_bytes, uint8_t{0xFF});
+      std::fill_n(v_early.begin() + slot * slot_bytes, slot_bytes, uint8_t{0xFF});
     }
   }
   ASSERT_GT(poisoned_slots, 0u);

@@ -22,6 +22,7 @@ namespace {
 struct Param {
   std::string model;
   std::string attention;
+  bool fp8_kv = false;  // --kv-cache-dtype fp8
 };
 
 class CudaRunner : public test::RunnerTest<Param> {
@@ -40,7 +41,7 @@ class CudaRunner : public test::RunnerTest<Param> {
       loaded_ = test::load_fixture(GetParam().model, *backend_);
     }
     gpu.set_attention(*backend_, GetParam().attention, attention_limits_for(options, max_context));
-    start_runner(options, num_blocks, DType::kBF16);
+    start_runner(options, num_blocks, GetParam().fp8_kv ? DType::kF8E4M3 : DType::kBF16);
   }
 
   bool is_dummy() const { return GetParam().model.rfind("dummy", 0) == 0; }
@@ -159,11 +160,16 @@ std::vector<Param> params() {
   out.push_back({"dummy-fp8-hd128-kv8", "auto"});
   out.push_back({"dummy-fp8-hd64-gqa4", "flash"});
   out.push_back({"fp8/tiny-llama-fp8-static", "reference"});
+  // FP8 KV caches (e4m3 writes, dequantizing attention reads), with BF16 and with FP8 linears.
+  out.push_back({"dummy-hd64-gqa4", "flash", true});
+  out.push_back({"dummy-hd128-kv8", "split_kv", true});
+  out.push_back({"dummy-fp8-hd128-kv8", "auto", true});
+  out.push_back({"dummy-fp8-hd64-gqa4", "reference", true});
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaRunner, ::testing::ValuesIn(params()), [](const auto& info) {
-  std::string name = info.param.model + "_" + info.param.attention;
+  std::string name = info.param.model + "_" + info.param.attention + (info.param.fp8_kv ? "_fp8kv" : "");
   std::replace(name.begin(), name.end(), '/', '_');
   return test::fixture_test_name(name);
 });

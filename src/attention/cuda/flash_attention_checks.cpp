@@ -55,7 +55,11 @@ PagedAttentionArgs paged_attention_args(const RunShapes& s, const AttentionLimit
   p.block_size = static_cast<int>(limits.block_size);
   p.max_blocks = s.max_blocks;
   p.block_magic = block_size_magic(limits.block_size);
-  p.scale_log2 = scale * std::numbers::log2e_v<float>;
+  // An e4m3 cache's scales: k's folded into the softmax scale, v's applied to the output (every
+  // output is a convex combination of v rows, so scaling it scales them).
+  p.kv_fp8 = cache.k.dtype == DType::kF8E4M3;
+  p.scale_log2 = (p.kv_fp8 ? scale * cache.k_scale : scale) * std::numbers::log2e_v<float>;
+  p.v_scale = p.kv_fp8 ? cache.v_scale : 1.0f;
   return p;
 }
 
@@ -74,8 +78,12 @@ RunShapes check_attention_run(const std::string& backend, const AttentionLimits&
                               const KvCacheLayer& cache, const AttentionMetadata& meta, const Tensor& out) {
   check_tensor(backend, "q", q, DType::kBF16, 2);
   check_tensor(backend, "out", out, DType::kBF16, 2);
-  check_tensor(backend, "k cache", cache.k, DType::kBF16, 4);
-  check_tensor(backend, "v cache", cache.v, DType::kBF16, 4);
+  const DType kv_dtype = cache.k.dtype == DType::kF8E4M3 ? DType::kF8E4M3 : DType::kBF16;
+  check_tensor(backend, "k cache", cache.k, kv_dtype, 4);
+  check_tensor(backend, "v cache", cache.v, kv_dtype, 4);
+  FG_CHECK(kv_dtype == DType::kBF16 || (cache.k_scale > 0.0f && cache.v_scale > 0.0f),
+           "{} attention: an FP8 cache needs positive scales, got k {} and v {}", backend, cache.k_scale,
+           cache.v_scale);
   check_tensor(backend, "query_start_loc", meta.query_start_loc, DType::kI32, 1);
   check_tensor(backend, "seq_lens", meta.seq_lens, DType::kI32, 1);
   check_tensor(backend, "block_table", meta.block_table, DType::kI32, 2);

@@ -148,15 +148,15 @@ __device__ __forceinline__ void copy_q_rows(const FlashParams& p, const TileWalk
 // and starts the KV ring of S stages around the PDL wait for the kernel before (RoPE and the cache
 // write: Q and the step's own KV rows): the earlier rows of the first tiles before it, Q and the
 // step's rows after it (paged_kv_walk.h).
-template <int S, int ROWS, int HD, int BN>
+template <int S, int ROWS, int HD, int BN, bool F>
 __device__ __forceinline__ void start_walk(const FlashParams& p, const TileWalk& t, unsigned char* smem,
-                                           PagedKvLoader<HD, BN, kFlashThreads>& kv, uint32_t& sq, uint32_t& sk0,
+                                           PagedKvLoader<HD, BN, kFlashThreads, F>& kv, uint32_t& sq, uint32_t& sk0,
                                            uint32_t& sv0) {
   sq = smem_addr(smem);
   sk0 = sq + ROWS * HD * 2;
   sv0 = sk0 + S * BN * HD * 2;
-  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), t.kv_head,
-          p.num_kv_heads, p.block_table + static_cast<int64_t>(t.req) * p.max_blocks, p.block_size, p.block_magic);
+  kv.init(p.k_cache, p.v_cache, t.kv_head, p.num_kv_heads, p.block_table + static_cast<int64_t>(t.req) * p.max_blocks,
+          p.block_size, p.block_magic);
   start_ring_before_wait<S>(kv, 0, t.ctx, t.kv_tiles(BN), t.before, sk0, sv0);
   fg::cuda::wait_for_prerequisite_grids();
   copy_q_rows<HD, ROWS>(p, t, sq);
@@ -167,9 +167,9 @@ __device__ __forceinline__ void start_walk(const FlashParams& p, const TileWalk&
 // three warps idle: its walk on four warps (walk_in_slices, as split_kv's), the warps' states
 // merged in the KV area, its rows written. The choice of this walk depends on the request alone,
 // so a row's bits still do not depend on the batch.
-template <int HD>
+template <int HD, bool kFp8>
 __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const TileWalk& t, unsigned char* smem) {
-  PagedKvLoader<HD, kBN, kFlashThreads> kv;
+  PagedKvLoader<HD, kBN, kFlashThreads, kFp8> kv;
   uint32_t sq, sk0, sv0;
   start_walk<kShortStages, kShortRows>(p, t, smem, kv, sq, sk0, sv0);
 
@@ -196,7 +196,9 @@ __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const Tile
     if (token < 0 || token >= p.num_tokens) continue;
     const int head = t.kv_head * t.group + m % t.group;
     float lse;
-    const float4 merged = merge_slice_row<HD, kWarps>(state, row, c4, lse);
+    float4 merged = merge_slice_row<HD, kWarps>(state, row, c4, lse);
+    if constexpr (kFp8) merged = make_float4(merged.x * p.v_scale, merged.y * p.v_scale, merged.z * p.v_scale,
+                                             merged.w * p.v_scale);
     *reinterpret_cast<uint2*>(out + (static_cast<int64_t>(token) * p.num_heads + head) * HD + c4 * 4) =
         make_uint2(pack_bf16(merged.x, merged.y), pack_bf16(merged.z, merged.w));
   }
@@ -214,7 +216,7 @@ __device__ __forceinline__ void walk_short_tile(const FlashParams& p, const Tile
 // With both inlined (64-row tiles then; bench/RESULTS.md, 2026-12-01, three interleaved
 // repetitions), prefill of 2k-8k tokens ran 1.5-2.8% slower, flash decode at batch 1 and 1k-32k of context
 // 2-7% slower.
-template <int HD>
+template <int HD, bool kFp8>
 __device__ __noinline__ void walk_wide_tile(const FlashParams p, const TileWalk t, unsigned char* smem) {
   constexpr int kChunks = HD / 8;  // 16-byte chunks per row
   constexpr int kWN = flash_wide_tile_n(HD);
@@ -222,7 +224,7 @@ __device__ __noinline__ void walk_wide_tile(const FlashParams p, const TileWalk 
   constexpr int kS = kWN / 8;  // 8-column score tiles per m-tile and KV tile
   constexpr int kMT = kWarpMTiles;
   constexpr bool kQInRegs = HD <= 64;
-  PagedKvLoader<HD, kWN, kFlashThreads> kv;
+  PagedKvLoader<HD, kWN, kFlashThreads, kFp8> kv;
   uint32_t sq, sk0, sv0;
   start_walk<kWideStages, kBM>(p, t, smem, kv, sq, sk0, sv0);
 
@@ -322,6 +324,7 @@ __device__ __noinline__ void walk_wide_tile(const FlashParams p, const TileWalk 
       l += __shfl_xor_sync(kFullMask, l, 1);
       l += __shfl_xor_sync(kFullMask, l, 2);
       inv[r] = l > 0.0f ? 1.0f / l : 0.0f;  // no visible key (invalid seq_lens): zeros
+      if constexpr (kFp8) inv[r] *= p.v_scale;
     }
     const int row = warp_row0 + mt * 16 + g;
 #pragma unroll
@@ -348,7 +351,7 @@ __device__ __noinline__ void walk_wide_tile(const FlashParams p, const TileWalk 
   }
 }
 
-template <int HD>
+template <int HD, bool kFp8>
 __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const FlashParams p) {
   extern __shared__ __align__(128) unsigned char smem[];
   // PDL: the next kernel may launch now. What this grid reads of the previous kernel's work (RoPE
@@ -382,10 +385,10 @@ __global__ void __launch_bounds__(kFlashThreads, 2) flash_attention_kernel(const
   const TileWalk t{req, q_begin, m0, valid_rows, group, kv_head, before, last_h, ctx};
 
   if (valid_rows > kShortRows) {
-    walk_wide_tile<HD>(p, t, smem);
+    walk_wide_tile<HD, kFp8>(p, t, smem);
     return;
   }
-  walk_short_tile<HD>(p, t, smem);
+  walk_short_tile<HD, kFp8>(p, t, smem);
 }
 
 template <int HD>
@@ -394,16 +397,26 @@ void launch(const FlashParams& p, cudaStream_t stream) {
   const int64_t tiles = (static_cast<int64_t>(p.num_tokens) * group + kBM - 1) / kBM + p.num_reqs;
   if (tiles == 0) return;  // an empty step (a shape, so the same decision eager and captured)
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(p.num_kv_heads));
-  fg::cuda::launch_with_pdl(flash_attention_kernel<HD>, grid, dim3(kFlashThreads), flash_smem_bytes(HD), stream, p);
+  if (p.kv_fp8)
+    fg::cuda::launch_with_pdl(flash_attention_kernel<HD, true>, grid, dim3(kFlashThreads), flash_smem_bytes(HD), stream,
+                              p);
+  else
+    fg::cuda::launch_with_pdl(flash_attention_kernel<HD, false>, grid, dim3(kFlashThreads), flash_smem_bytes(HD),
+                              stream, p);
+}
+
+template <int HD>
+void prepare_head_dim() {
+  for (const void* kernel : {reinterpret_cast<const void*>(flash_attention_kernel<HD, false>),
+                             reinterpret_cast<const void*>(flash_attention_kernel<HD, true>)})
+    FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, flash_smem_bytes(HD)));
 }
 
 }  // namespace
 
 void flash_attention_prepare() {
-  FG_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     flash_smem_bytes(64)));
-  FG_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     flash_smem_bytes(128)));
+  prepare_head_dim<64>();
+  prepare_head_dim<128>();
 }
 
 void launch_flash_attention(const FlashParams& params, cudaStream_t stream) {

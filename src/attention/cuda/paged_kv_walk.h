@@ -1,13 +1,38 @@
 // attention/cuda/paged_kv_walk.h — how the `flash` and `split_kv` kernels walk a request's paged
-// KV: the tile loader over block_table, the cp.async ring and its start around the PDL wait (what
+// KV: the tile loader over block_table (BF16 or e4m3 caches), the cp.async ring and its start around the PDL wait (what
 // may be read before it: kReadsBeforePdlWait), the four-warp walk of 16 query rows in 16-position
 // slices, and the warps' merge at its end. Built on flash_attention_mma.h; included
 // only by .cu files.
 #pragma once
 
+#include <cuda_fp8.h>
+
+#include <type_traits>
+
 #include "attention/cuda/flash_attention_mma.h"
 
 namespace fg::attn {
+
+// Eight e4m3 cache values (8 bytes, element 0 in the lowest byte) as eight bf16 (16 bytes, element
+// 0 lowest): exact, since every e4m3 value is a bf16 value (3 mantissa bits of bf16's 7; e4m3's
+// exponents lie inside bf16's range). The conversion goes through f16, which also holds them all.
+__device__ __forceinline__ uint4 e4m3x8_to_bf16x8(uint2 raw) {
+  uint32_t out[4];
+  const uint32_t words[2] = {raw.x, raw.y};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const auto pair = static_cast<__nv_fp8x2_storage_t>(words[i / 2] >> (16 * (i % 2)));
+    const float2 f = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3)));
+    const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
+    out[i] = *reinterpret_cast<const uint32_t*>(&b);
+  }
+  return make_uint4(out[0], out[1], out[2], out[3]);
+}
+
+__device__ __forceinline__ void st_shared_16(uint32_t addr, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
 
 // Stages of the KV ring of split_kv and of the flash kernel's short walk: two tiles in flight while
 // a third is computed on. walk_in_slices' cp.async wait counts are written for it. (The flash
@@ -19,15 +44,23 @@ constexpr int kKvRingStages = 3;
 // each thread copies one 16-byte column chunk of kPasses rows. The block ids of the next tile are
 // fetched one tile ahead (fetch_blocks) so that the table lookup's latency is hidden behind the
 // compute of the current tile instead of stalling the issue of the copies.
-template <int HD, int BN, int NT>
+//
+// kFp8: the cache holds e4m3 bytes (--kv-cache-dtype fp8). A thread's chunk is then 8 bytes, loaded
+// into registers and stored to the same swizzled place as the bf16 chunk it converts to
+// (e4m3x8_to_bf16x8), so the tiles the MMAs read are the same bf16 tiles; the scales are applied
+// outside the walk (k_scale folded into the softmax scale, v_scale into the output). The copies
+// are synchronous, not cp.async: the ring's commit and wait counts still hold (their groups are
+// empty), and a stage is written only after the barrier that ends its last read, as before.
+template <int HD, int BN, int NT, bool kFp8 = false>
 struct PagedKvLoader {
+  using Element = std::conditional_t<kFp8, uint8_t, __nv_bfloat16>;
   static constexpr int kChunksPerRow = HD / 8;
   static constexpr int kRowsPerPass = NT / kChunksPerRow;
   static constexpr int kPasses = BN / kRowsPerPass;
   static_assert(NT % kChunksPerRow == 0 && BN % kRowsPerPass == 0, "loader shape");
 
-  const __nv_bfloat16* k_head;  // k cache + kv_head * HD: slot s of this head at k_head + s * slot_stride
-  const __nv_bfloat16* v_head;
+  const Element* k_head;  // k cache + kv_head * HD: slot s of this head at k_head + s * slot_stride
+  const Element* v_head;
   const int* table_row;  // block_table row of the request
   int64_t slot_stride;   // elements between slots: nkv * HD
   int block_size;
@@ -35,11 +68,11 @@ struct PagedKvLoader {
   int chunk, row0;       // this thread's chunk column and first row
   int blocks[kPasses];   // block ids of the tile that issue() copies next
 
-  __device__ __forceinline__ void init(const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, int kv_head,
-                                       int num_kv_heads, const int* table, int block_size_, uint32_t magic) {
+  __device__ __forceinline__ void init(const void* k_cache, const void* v_cache, int kv_head, int num_kv_heads,
+                                       const int* table, int block_size_, uint32_t magic) {
     slot_stride = static_cast<int64_t>(num_kv_heads) * HD;
-    k_head = k_cache + static_cast<int64_t>(kv_head) * HD;
-    v_head = v_cache + static_cast<int64_t>(kv_head) * HD;
+    k_head = static_cast<const Element*>(k_cache) + static_cast<int64_t>(kv_head) * HD;
+    v_head = static_cast<const Element*>(v_cache) + static_cast<int64_t>(kv_head) * HD;
     table_row = table;
     block_size = block_size_;
     block_magic = magic;
@@ -88,8 +121,16 @@ struct PagedKvLoader {
       const int64_t slot = static_cast<int64_t>(blocks[i]) * block_size + (p - block_of(p) * block_size);
       const int64_t offset = valid ? slot * slot_stride + chunk * 8 : 0;
       const uint32_t dst = swizzle<HD>(row, chunk);
-      cp_async_16(sk + dst, k_head + offset, valid);
-      cp_async_16(sv + dst, v_head + offset, valid);
+      if constexpr (kFp8) {
+        const uint2 zero = make_uint2(0, 0);
+        const uint2 k8 = valid ? __ldg(reinterpret_cast<const uint2*>(k_head + offset)) : zero;
+        const uint2 v8 = valid ? __ldg(reinterpret_cast<const uint2*>(v_head + offset)) : zero;
+        st_shared_16(sk + dst, e4m3x8_to_bf16x8(k8));
+        st_shared_16(sv + dst, e4m3x8_to_bf16x8(v8));
+      } else {
+        cp_async_16(sk + dst, k_head + offset, valid);
+        cp_async_16(sv + dst, v_head + offset, valid);
+      }
     }
   }
 };
@@ -103,15 +144,15 @@ struct PagedKvLoader {
 //
 // Both halves issue stage st of the ring: the block ids of its tile, then its rows before (or,
 // after the wait, from) `before`.
-template <int HD, int BN, int NT>
-__device__ __forceinline__ void issue_ring_stage(PagedKvLoader<HD, BN, NT>& kv, int st, int kv_begin, int kv_end,
+template <int HD, int BN, int NT, bool F>
+__device__ __forceinline__ void issue_ring_stage(PagedKvLoader<HD, BN, NT, F>& kv, int st, int kv_begin, int kv_end,
                                                  int before, uint32_t sk0, uint32_t sv0, bool after_wait) {
   constexpr uint32_t kStageBytes = BN * HD * 2;
   kv.fetch_blocks(kv_begin + st * BN, kv_end);
   kv.issue_part(kv_begin + st * BN, kv_end, sk0 + st * kStageBytes, sv0 + st * kStageBytes, before, after_wait);
 }
-template <int S = kKvRingStages, int HD, int BN, int NT>
-__device__ __forceinline__ void start_ring_before_wait(PagedKvLoader<HD, BN, NT>& kv, int kv_begin, int kv_end,
+template <int S = kKvRingStages, int HD, int BN, int NT, bool F>
+__device__ __forceinline__ void start_ring_before_wait(PagedKvLoader<HD, BN, NT, F>& kv, int kv_begin, int kv_end,
                                                        int num_tiles, int before, uint32_t sk0, uint32_t sv0) {
 #pragma unroll
   for (int st = 0; st < S - 1; ++st) {
@@ -119,8 +160,8 @@ __device__ __forceinline__ void start_ring_before_wait(PagedKvLoader<HD, BN, NT>
     cp_async_commit();
   }
 }
-template <int S = kKvRingStages, int HD, int BN, int NT>
-__device__ __forceinline__ void finish_ring_start(PagedKvLoader<HD, BN, NT>& kv, int kv_begin, int kv_end,
+template <int S = kKvRingStages, int HD, int BN, int NT, bool F>
+__device__ __forceinline__ void finish_ring_start(PagedKvLoader<HD, BN, NT, F>& kv, int kv_begin, int kv_end,
                                                   int num_tiles, int before, uint32_t sk0, uint32_t sv0) {
 #pragma unroll
   for (int st = 0; st < S - 1; ++st)
@@ -137,8 +178,8 @@ __device__ __forceinline__ void finish_ring_start(PagedKvLoader<HD, BN, NT>& kv,
 // at sq). Row g + 8r of the tile sees positions below horizon[r]; slices from walk_end on are past
 // every row's horizon and skipped (exactly: they would be fully masked). Returns with the warp's
 // O, m and l, and the ring drained.
-template <int HD, int NT>
-__device__ __forceinline__ void walk_in_slices(PagedKvLoader<HD, 64, NT>& kv, uint32_t sq, uint32_t sk0, uint32_t sv0,
+template <int HD, int NT, bool F>
+__device__ __forceinline__ void walk_in_slices(PagedKvLoader<HD, 64, NT, F>& kv, uint32_t sq, uint32_t sk0, uint32_t sv0,
                                                int kv_begin, int kv_end, int num_tiles, int walk_end,
                                                const int (&horizon)[2],
                                                float scale_log2, float (&o)[HD / 8][4], float (&m)[2],

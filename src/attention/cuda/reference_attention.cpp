@@ -24,8 +24,9 @@ class ReferenceAttention final : public AttentionBackend {
            cudaStream_t stream) override {
     cuda::require(q, DType::kBF16, "attention q");
     cuda::require(out, DType::kBF16, "attention output");
-    cuda::require(cache.k, DType::kBF16, "k cache");
-    cuda::require(cache.v, DType::kBF16, "v cache");
+    const bool fp8 = cache.k.dtype == DType::kF8E4M3;
+    cuda::require(cache.k, fp8 ? DType::kF8E4M3 : DType::kBF16, "k cache");
+    cuda::require(cache.v, fp8 ? DType::kF8E4M3 : DType::kBF16, "v cache");
     cuda::require(meta.query_start_loc, DType::kI32, "query_start_loc");
     cuda::require(meta.seq_lens, DType::kI32, "seq_lens");
     cuda::require(meta.block_table, DType::kI32, "block_table");
@@ -50,8 +51,8 @@ class ReferenceAttention final : public AttentionBackend {
              "reference attention: query_start_loc {}, seq_lens {}, block_table {} disagree on the request count",
              meta.query_start_loc.shape_string(), meta.seq_lens.shape_string(), meta.block_table.shape_string());
     cuda::launch_reference_attention(
-        static_cast<const __nv_bfloat16*>(q.data), static_cast<const __nv_bfloat16*>(cache.k.data),
-        static_cast<const __nv_bfloat16*>(cache.v.data), meta.query_start_loc.as<const int32_t>(),
+        static_cast<const __nv_bfloat16*>(q.data), {cache.k.data, cache.v.data, fp8, cache.k_scale, cache.v_scale},
+        meta.query_start_loc.as<const int32_t>(),
         meta.seq_lens.as<const int32_t>(), meta.block_table.as<const int32_t>(), n, static_cast<int>(num_reqs),
         static_cast<int>(meta.block_table.dim(1)), static_cast<int>(cache.k.dim(1)), static_cast<int>(nh),
         static_cast<int>(nkv), static_cast<int>(hd), scale, static_cast<__nv_bfloat16*>(out.data), stream);

@@ -1,5 +1,7 @@
 // attention/cuda/reference_attention.cu — the reference attention kernel and its launcher (see
 // reference_attention.h). Everything a kernel needs per step comes from device tensors.
+#include <cuda_fp8.h>
+
 #include "attention/cuda/reference_attention_kernel.h"
 #include "core/cuda/cuda_check.h"
 
@@ -9,9 +11,14 @@ namespace {
 
 constexpr int kMaxDimsPerLane = 8;  // head_dim <= 256
 
+__device__ __forceinline__ float cache_value(const void* cache, int64_t index, bool fp8, float scale) {
+  if (!fp8) return __bfloat162float(static_cast<const __nv_bfloat16*>(cache)[index]);
+  const auto byte = static_cast<const __nv_fp8_storage_t*>(cache)[index];
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(byte, __NV_E4M3))) * scale;
+}
+
 __global__ void __launch_bounds__(32) reference_attention_kernel(
-    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
-    const __nv_bfloat16* __restrict__ v_cache, const int32_t* __restrict__ query_start_loc,
+    const __nv_bfloat16* __restrict__ q, const KvCacheRead kv, const int32_t* __restrict__ query_start_loc,
     const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ block_table, int num_reqs, int max_blocks,
     int block_size, int num_heads, int num_kv_heads, int head_dim, float scale, __nv_bfloat16* __restrict__ out) {
   const int token = blockIdx.x, head = blockIdx.y, lane = threadIdx.x;
@@ -42,7 +49,7 @@ __global__ void __launch_bounds__(32) reference_attention_kernel(
 #pragma unroll
     for (int i = 0; i < kMaxDimsPerLane; ++i) {
       const int d = lane + 32 * i;
-      if (d < head_dim) dot += qv[i] * __bfloat162float(k_cache[offset + d]);
+      if (d < head_dim) dot += qv[i] * cache_value(kv.k, offset + d, kv.fp8, kv.k_scale);
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
@@ -54,7 +61,7 @@ __global__ void __launch_bounds__(32) reference_attention_kernel(
 #pragma unroll
     for (int i = 0; i < kMaxDimsPerLane; ++i) {
       const int d = lane + 32 * i;
-      const float v = d < head_dim ? __bfloat162float(v_cache[offset + d]) : 0.0f;
+      const float v = d < head_dim ? cache_value(kv.v, offset + d, kv.fp8, kv.v_scale) : 0.0f;
       acc[i] = acc[i] * rescale + p * v;
     }
     max_score = new_max;
@@ -69,13 +76,12 @@ __global__ void __launch_bounds__(32) reference_attention_kernel(
 
 }  // namespace
 
-void launch_reference_attention(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache,
-                                const int32_t* query_start_loc, const int32_t* seq_lens, const int32_t* block_table,
+void launch_reference_attention(const __nv_bfloat16* q, const KvCacheRead& kv, const int32_t* query_start_loc, const int32_t* seq_lens, const int32_t* block_table,
                                 int64_t n, int num_reqs, int max_blocks, int block_size, int num_heads,
                                 int num_kv_heads, int head_dim, float scale, __nv_bfloat16* out, cudaStream_t stream) {
   if (n == 0 || num_heads == 0) return;
   reference_attention_kernel<<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(num_heads)), 32, 0, stream>>>(
-      q, k_cache, v_cache, query_start_loc, seq_lens, block_table, num_reqs, max_blocks, block_size, num_heads,
+      q, kv, query_start_loc, seq_lens, block_table, num_reqs, max_blocks, block_size, num_heads,
       num_kv_heads, head_dim, scale, out);
   FG_CUDA_CHECK(cudaGetLastError());
 }

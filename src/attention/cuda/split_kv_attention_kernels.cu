@@ -121,7 +121,7 @@ __device__ __forceinline__ void combine_splits(const SplitKvParams& p, const Req
 // arrival, combining the row group if it brings the last split. PDL: the split's plan, its block
 // ids and its first tiles' earlier rows are requested before the wait (kReadsBeforePdlWait), Q and
 // the step's rows after it.
-template <int HD>
+template <int HD, bool kFp8>
 __device__ __forceinline__ void walk_split(const SplitKvParams& p, const RequestView& v, int split, int req, int row,
                                            int row_groups_per_req, int kv_head, int m0, int group,
                                            unsigned char* smem) {
@@ -141,9 +141,9 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
   const uint32_t sq = smem_addr(smem);
   const uint32_t sk0 = sq + kRows * HD * 2;
   const uint32_t sv0 = sk0 + kStages * kStageBytes;
-  PagedKvLoader<HD, kBN, kSplitKvThreads> kv;
-  kv.init(static_cast<const __nv_bfloat16*>(p.k_cache), static_cast<const __nv_bfloat16*>(p.v_cache), kv_head,
-          p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks, p.block_size, p.block_magic);
+  PagedKvLoader<HD, kBN, kSplitKvThreads, kFp8> kv;
+  kv.init(p.k_cache, p.v_cache, kv_head, p.num_kv_heads, p.block_table + static_cast<int64_t>(req) * p.max_blocks,
+          p.block_size, p.block_magic);
   start_ring_before_wait(kv, kv_begin, kv_end, num_tiles, before, sk0, sv0);
   fg::cuda::wait_for_prerequisite_grids();
   {
@@ -187,7 +187,10 @@ __device__ __forceinline__ void walk_split(const SplitKvParams& p, const Request
     if (token >= p.num_tokens) continue;
     const int head = kv_head * group + m % group;
     float lse;
-    const float4 merged = merge_slice_row<HD, kWarps>(state, row, c4, lse);
+    float4 merged = merge_slice_row<HD, kWarps>(state, row, c4, lse);
+    // An e4m3 cache's v scale, on the split's output: the splits' combine is linear in them.
+    if constexpr (kFp8) merged = make_float4(merged.x * p.v_scale, merged.y * p.v_scale, merged.z * p.v_scale,
+                                             merged.w * p.v_scale);
     const int64_t row_index = static_cast<int64_t>(token) * p.num_heads + head;
     if (v.plan.num_splits == 1) {
       const uint2 packed = make_uint2(pack_bf16(merged.x, merged.y), pack_bf16(merged.z, merged.w));
@@ -234,7 +237,7 @@ __device__ __forceinline__ int batch_max_splits(const SplitKvParams& p) {
 // long on an H200, 2026-12-01.) Two kernels rather than one with both paths: the one-unit path kept in
 // the same kernel as the loop (220 registers rather than 163 at hd 128) ran 1.4-3.4% slower at
 // batch 1 and 4k-16k of context; as its own kernel, level with a grid of only it.
-template <int HD, bool kSeveralUnits>
+template <int HD, bool kSeveralUnits, bool kFp8>
 __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKvParams p, int row_groups) {
   extern __shared__ __align__(128) unsigned char smem[];
   // PDL: the next kernel (o_proj) may launch now. What this grid reads of the previous kernel's
@@ -258,7 +261,7 @@ __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKv
       fg::cuda::wait_for_prerequisite_grids();
       return;
     }
-    walk_split<HD>(p, v, split, req, row, per_req, kv_head, m0, group, smem);
+    walk_split<HD, kFp8>(p, v, split, req, row, per_req, kv_head, m0, group, smem);
   } else {
     __shared__ int most_splits;
     if (threadIdx.x < 32) {
@@ -275,34 +278,42 @@ __global__ void __launch_bounds__(kSplitKvThreads) split_kv_kernel(const SplitKv
       RequestView v;
       if (!view_request(p, req, v) || split >= v.plan.num_splits || m0 >= v.num_query * group) continue;
       if (walked) __syncthreads();  // every thread is done with the last unit's shared memory
-      walk_split<HD>(p, v, split, req, row, per_req, kv_head, m0, group, smem);
+      walk_split<HD, kFp8>(p, v, split, req, row, per_req, kv_head, m0, group, smem);
       walked = true;
     }
     if (!walked) fg::cuda::wait_for_prerequisite_grids();
   }
 }
 
-template <int HD>
+template <int HD, bool kFp8>
 void launch(const SplitKvParams& p, int row_groups, cudaStream_t stream) {
   const int64_t allowed = int64_t{p.max_splits} * p.num_reqs * p.num_kv_heads * row_groups;  // (row group, split)s
   const size_t smem = split_kv_smem_bytes(HD);
   if (allowed <= p.resident_ctas)
-    fg::cuda::launch_with_pdl(split_kv_kernel<HD, false>, dim3(static_cast<unsigned>(allowed)), dim3(kSplitKvThreads),
-                              smem, stream, p, row_groups);
-  else
-    fg::cuda::launch_with_pdl(split_kv_kernel<HD, true>, dim3(static_cast<unsigned>(p.resident_ctas)),
+    fg::cuda::launch_with_pdl(split_kv_kernel<HD, false, kFp8>, dim3(static_cast<unsigned>(allowed)),
                               dim3(kSplitKvThreads), smem, stream, p, row_groups);
+  else
+    fg::cuda::launch_with_pdl(split_kv_kernel<HD, true, kFp8>, dim3(static_cast<unsigned>(p.resident_ctas)),
+                              dim3(kSplitKvThreads), smem, stream, p, row_groups);
+}
+
+template <int HD>
+void launch(const SplitKvParams& p, int row_groups, cudaStream_t stream) {
+  if (p.kv_fp8) launch<HD, true>(p, row_groups, stream);
+  else launch<HD, false>(p, row_groups, stream);
 }
 
 // Raises the kernel's shared-memory limit and returns how many of its CTAs the GPU holds at once.
 template <int HD>
 int prepare_head_dim() {
-  for (const void* kernel : {reinterpret_cast<const void*>(split_kv_kernel<HD, false>),
-                             reinterpret_cast<const void*>(split_kv_kernel<HD, true>)})
+  for (const void* kernel : {reinterpret_cast<const void*>(split_kv_kernel<HD, false, false>),
+                             reinterpret_cast<const void*>(split_kv_kernel<HD, true, false>),
+                             reinterpret_cast<const void*>(split_kv_kernel<HD, false, true>),
+                             reinterpret_cast<const void*>(split_kv_kernel<HD, true, true>)})
     FG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, split_kv_smem_bytes(HD)));
   int per_sm = 0;
   const int sms = fg::cuda::current_device_sm_count();
-  FG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, split_kv_kernel<HD, true>, kSplitKvThreads,
+  FG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, split_kv_kernel<HD, true, false>, kSplitKvThreads,
                                                               split_kv_smem_bytes(HD)));
   return sms * (per_sm > 0 ? per_sm : 1);
 }

@@ -252,9 +252,9 @@ void CudaBackend::qk_norm_rope_cache_write(const Tensor& q, const Tensor& k, con
            r.head_dim);
   cuda::launch_qk_norm_rope_and_cache_write(bf16_ptr(q), bf16_ptr(k), bf16_ptr(v), bf16_ptr(q_norm), bf16_ptr(k_norm),
                                             eps, positions.as<const int32_t>(), slot_mapping.as<const int64_t>(),
-                                            rope_cos_sin.as<const float>(), bf16_ptr(cache.k), bf16_ptr(cache.v), r.n,
+                                            rope_cos_sin.as<const float>(), kv_cache_write(cache, r), r.n,
                                             static_cast<int>(r.heads), static_cast<int>(r.kv_heads),
-                                            static_cast<int>(r.head_dim), r.max_positions, r.slots, stream_);
+                                            static_cast<int>(r.head_dim), r.max_positions, stream_);
 }
 
 CudaBackend::RopeShape CudaBackend::check_rope_inputs(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -266,8 +266,11 @@ CudaBackend::RopeShape CudaBackend::check_rope_inputs(const Tensor& q, const Ten
   require(positions, DType::kI32, "positions");
   require(slot_mapping, DType::kI64, "slot_mapping");
   require(rope_cos_sin, DType::kF32, "rope cos/sin table");
-  require(cache.k, DType::kBF16, "k cache");
-  require(cache.v, DType::kBF16, "v cache");
+  const DType cache_dtype = cache.k.dtype == DType::kF8E4M3 ? DType::kF8E4M3 : DType::kBF16;
+  require(cache.k, cache_dtype, "k cache");
+  require(cache.v, cache_dtype, "v cache");
+  FG_CHECK(cache_dtype == DType::kBF16 || (cache.k_scale > 0.0f && cache.v_scale > 0.0f),
+           "cuda backend: an FP8 KV cache needs positive scales, got k {} and v {}", cache.k_scale, cache.v_scale);
   FG_CHECK(cache.k.rank == 4 && cache.v.rank == 4 && cache.k.same_shape({cache.v.dim(0), cache.v.dim(1),
                                                                            cache.v.dim(2), cache.v.dim(3)}),
            "cuda backend: k cache {} and v cache {} must be [num_blocks, block_size, nkv, hd]",
@@ -296,9 +299,9 @@ void CudaBackend::rope_and_cache_write(const Tensor& q, const Tensor& k, const T
       cuda::RopeSource::in_place(bf16_ptr(q), bf16_ptr(k), bf16_ptr(v), q.dim(1), k.dim(1));
   cuda::launch_rope_and_cache_write(in_place, bf16_ptr(q), bf16_ptr(k), bf16_ptr(v), positions.as<const int32_t>(),
                                     slot_mapping.as<const int64_t>(), rope_cos_sin.as<const float>(),
-                                    bf16_ptr(cache.k), bf16_ptr(cache.v), r.n, static_cast<int>(r.heads),
+                                    kv_cache_write(cache, r), r.n, static_cast<int>(r.heads),
                                     static_cast<int>(r.kv_heads), static_cast<int>(r.head_dim), r.max_positions,
-                                    r.slots, stream_);
+                                    stream_);
 }
 
 void CudaBackend::attention(const Tensor& q, const KvCacheLayer& cache, const AttentionMetadata& meta, float scale,

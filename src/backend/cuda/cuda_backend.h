@@ -19,6 +19,7 @@
 #include "attention/cuda/attention_backend.h"
 #include "backend/backend.h"
 #include "backend/cuda/input_norm.h"
+#include "backend/cuda/kv_cache_write.h"
 #include "backend/cuda/linear_outputs.h"
 #include "core/size_buckets.h"
 
@@ -187,6 +188,10 @@ class CudaBackend final : public Backend {
   };
   RopeShape check_rope_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
                               const Tensor& slot_mapping, const Tensor& rope_cos_sin, const KvCacheLayer& cache) const;
+  // The checked cache as its writers see it (kv_cache_write.h).
+  static cuda::KvCacheWrite kv_cache_write(const KvCacheLayer& cache, const RopeShape& r) {
+    return {cache.k.data, cache.v.data, r.slots, cache.k.dtype == DType::kF8E4M3, cache.k_scale, cache.v_scale};
+  }
   // Whether a linear of n rows by `path` runs on cuBLASLt (the bucket rule for kAuto).
   bool runs_cublaslt(LinearPath path, int64_t n) const;
   // A checked linear by a small-n path (kAuto: the small-n kernel, in 16-row groups when batch

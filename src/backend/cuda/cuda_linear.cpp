@@ -208,7 +208,8 @@ void CudaBackend::rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& n
     run_qkv_span(x, norm_weight, eps, normed, span, qkv, positions, slot_mapping, rope_cos_sin, cache);
     return;
   }
-  if (x.rank != 2 || !fuses_qkv_rope(x.dim(0), qkv)) {
+  // The fused stores write BF16 caches only; an FP8 cache is written by rope_and_cache_write.
+  if (x.rank != 2 || cache.k.dtype != DType::kBF16 || !fuses_qkv_rope(x.dim(0), qkv)) {
     Backend::rms_norm_qkv_rope_cache_write(x, norm_weight, eps, normed, span, qkv, positions, slot_mapping,
                                            rope_cos_sin, cache);
     return;
@@ -282,9 +283,9 @@ void CudaBackend::run_qkv_span(const Tensor& x, const Tensor& norm_weight, float
   cuda::launch_rope_and_cache_write(cuda::RopeSource::span(cuda::bf16_ptr(span), q.dim(1), k.dim(1)), cuda::bf16_ptr(q),
                                     cuda::bf16_ptr(k), cuda::bf16_ptr(v), positions.as<const int32_t>(),
                                     slot_mapping.as<const int64_t>(), rope_cos_sin.as<const float>(),
-                                    cuda::bf16_ptr(cache.k), cuda::bf16_ptr(cache.v), n, static_cast<int>(r.heads),
+                                    kv_cache_write(cache, r), n, static_cast<int>(r.heads),
                                     static_cast<int>(r.kv_heads), static_cast<int>(r.head_dim), r.max_positions,
-                                    r.slots, stream_);
+                                    stream_);
 }
 
 void CudaBackend::linear_residual_add(const Tensor& x, const Tensor& weight, const Tensor& out,

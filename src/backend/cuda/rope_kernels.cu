@@ -1,7 +1,7 @@
 // backend/cuda/rope_kernels.cu — RoPE on q and k fused with the paged KV-cache write: one block
 // per token, each thread rotating eight (e, e + hd/2) pairs of one head with 16-byte accesses (in
 // place, or from the columns of a q/k/v span into q and k), and copying rotated k and v into the
-// token's cache slot unless the slot is negative (a padded token:
+// token's cache slot (BF16 or e4m3: kv_cache_write.h) unless the slot is negative (a padded token:
 // DESIGN.md's contract says its slot is -1 and nothing may be written for it). The rotation is
 // rope_rotate (qkv_rope.h), which the q/k/v matmul's fused store shares, so both give the same bits.
 #include "backend/cuda/bf16_vec.cuh"
@@ -18,10 +18,9 @@ namespace {
 __global__ void __launch_bounds__(256) rope_cache_kernel(RopeSource src, bf16* q, bf16* k, bf16* v,
                                                          const int32_t* __restrict__ positions,
                                                          const int64_t* __restrict__ slot_mapping,
-                                                         const float* __restrict__ cos_sin,
-                                                         bf16* __restrict__ k_cache, bf16* __restrict__ v_cache,
+                                                         const float* __restrict__ cos_sin, const KvCacheWrite cache,
                                                          int num_heads, int num_kv_heads, int head_dim,
-                                                         int max_positions, int64_t num_slots) {
+                                                         int max_positions) {
   allow_dependent_grids();  // PDL: the attention kernel may launch; it waits for this grid
   // The token's position and slot (the step's metadata, copied before the chain's first kernel)
   // and the cos/sin of the thread's first item (a constant table) do not depend on the kernel
@@ -29,7 +28,7 @@ __global__ void __launch_bounds__(256) rope_cache_kernel(RopeSource src, bf16* q
   const int64_t token = blockIdx.x;
   const int pos = min(max(positions[token], 0), max_positions - 1);
   const int64_t slot = slot_mapping[token];
-  const bool write_cache = slot >= 0 && slot < num_slots;
+  const bool write_cache = slot >= 0 && slot < cache.num_slots;
   const int half = head_dim / 2, chunks = half / 8;  // 8-pair chunks per head
   const int64_t q_width = static_cast<int64_t>(num_heads) * head_dim;
   const int64_t kv_stride = static_cast<int64_t>(num_kv_heads) * head_dim;
@@ -63,9 +62,9 @@ __global__ void __launch_bounds__(256) rope_cache_kernel(RopeSource src, bf16* q
     *reinterpret_cast<uint4*>(base + e0) = out_a;
     *reinterpret_cast<uint4*>(base + half + e0) = out_b;
     if (is_k && write_cache) {
-      bf16* dst = k_cache + slot * kv_stride + head_offset;
-      *reinterpret_cast<uint4*>(dst + e0) = out_a;
-      *reinterpret_cast<uint4*>(dst + half + e0) = out_b;
+      const int64_t dst = slot * kv_stride + head_offset;
+      cache.store8(true, dst + e0, out_a);
+      cache.store8(true, dst + half + e0, out_b);
     }
   }
 
@@ -74,11 +73,10 @@ __global__ void __launch_bounds__(256) rope_cache_kernel(RopeSource src, bf16* q
   const int v_vecs = static_cast<int>(kv_stride / 8);
   const uint4* v_src = reinterpret_cast<const uint4*>(src.v + token * src.kv_stride);
   uint4* v_out = reinterpret_cast<uint4*>(v + token * kv_stride);
-  uint4* v_dst = write_cache ? reinterpret_cast<uint4*>(v_cache + slot * kv_stride) : nullptr;
   for (int i = threadIdx.x; i < v_vecs; i += blockDim.x) {
     const uint4 value = v_src[i];
     if (copy_v) v_out[i] = value;
-    if (write_cache) v_dst[i] = value;
+    if (write_cache) cache.store8(false, slot * kv_stride + i * 8, value);
   }
 }
 
@@ -91,9 +89,8 @@ __global__ void __launch_bounds__(256) rope_cache_kernel(RopeSource src, bf16* q
 __global__ void __launch_bounds__(256) qk_norm_rope_cache_kernel(
     bf16* __restrict__ q, bf16* __restrict__ k, const bf16* __restrict__ v, const bf16* __restrict__ q_norm,
     const bf16* __restrict__ k_norm, float eps, const int32_t* __restrict__ positions,
-    const int64_t* __restrict__ slot_mapping, const float* __restrict__ cos_sin, bf16* __restrict__ k_cache,
-    bf16* __restrict__ v_cache, int64_t n, int num_heads, int num_kv_heads, int head_dim, int max_positions,
-    int64_t num_slots) {
+    const int64_t* __restrict__ slot_mapping, const float* __restrict__ cos_sin, const KvCacheWrite cache, int64_t n,
+    int num_heads, int num_kv_heads, int head_dim, int max_positions) {
   allow_dependent_grids();  // PDL: the attention kernel may launch; it waits for this grid
   const int group = head_dim / 8, half_group = group / 2;
   const int heads = num_heads + 2 * num_kv_heads;  // a token's q, k and v heads
@@ -123,7 +120,7 @@ __global__ void __launch_bounds__(256) qk_norm_rope_cache_kernel(
     *reinterpret_cast<float4*>(s) = *reinterpret_cast<const float4*>(cos_row + head_dim / 2);
     *reinterpret_cast<float4*>(s + 4) = *reinterpret_cast<const float4*>(cos_row + head_dim / 2 + 4);
   }
-  const bool write_cache = slot >= 0 && slot < num_slots;
+  const bool write_cache = slot >= 0 && slot < cache.num_slots;
   wait_for_prerequisite_grids();
 
   bf16* chunk = nullptr;
@@ -151,7 +148,7 @@ __global__ void __launch_bounds__(256) qk_norm_rope_cache_kernel(
   partner.w = __shfl_xor_sync(0xffffffffu, normed.w, half_group);
   if (!valid) return;
   if (is_v) {
-    if (write_cache) *reinterpret_cast<uint4*>(v_cache + slot * kv_width + kv_head * head_dim + part * 8) = raw;
+    if (write_cache) cache.store8(false, slot * kv_width + kv_head * head_dim + part * 8, raw);
     return;
   }
   const bool first_half = part < half_group;
@@ -162,34 +159,32 @@ __global__ void __launch_bounds__(256) qk_norm_rope_cache_kernel(
   for (int e = 0; e < 8; ++e) rope_rotate(a[e], b[e], c[e], s[e], ra[e], rb[e]);
   const uint4 out = pack_bf16x8(first_half ? ra : rb);
   *reinterpret_cast<uint4*>(chunk) = out;
-  if (!is_q && write_cache) *reinterpret_cast<uint4*>(k_cache + slot * kv_width + kv_head * head_dim + part * 8) = out;
+  if (!is_q && write_cache) cache.store8(true, slot * kv_width + kv_head * head_dim + part * 8, out);
 }
 
 }  // namespace
 
 void launch_qk_norm_rope_and_cache_write(bf16* q, bf16* k, const bf16* v, const bf16* q_norm, const bf16* k_norm,
                                          float eps, const int32_t* positions, const int64_t* slot_mapping,
-                                         const float* cos_sin, bf16* k_cache, bf16* v_cache, int64_t n, int num_heads,
-                                         int num_kv_heads, int head_dim, int64_t max_positions, int64_t num_slots,
-                                         cudaStream_t stream) {
+                                         const float* cos_sin, const KvCacheWrite& cache, int64_t n, int num_heads,
+                                         int num_kv_heads, int head_dim, int64_t max_positions, cudaStream_t stream) {
   if (n == 0) return;
   constexpr int kThreads = 256;
   const int64_t threads = n * (num_heads + 2 * num_kv_heads) * (head_dim / 8);
   launch_with_pdl(qk_norm_rope_cache_kernel, dim3(static_cast<unsigned>((threads + kThreads - 1) / kThreads)),
-                  dim3(kThreads), 0, stream, q, k, v, q_norm, k_norm, eps, positions, slot_mapping, cos_sin, k_cache,
-                  v_cache, n, num_heads, num_kv_heads, head_dim, static_cast<int>(max_positions), num_slots);
+                  dim3(kThreads), 0, stream, q, k, v, q_norm, k_norm, eps, positions, slot_mapping, cos_sin, cache, n,
+                  num_heads, num_kv_heads, head_dim, static_cast<int>(max_positions));
 }
 
 void launch_rope_and_cache_write(const RopeSource& src, bf16* q, bf16* k, bf16* v, const int32_t* positions,
-                                 const int64_t* slot_mapping, const float* cos_sin, bf16* k_cache, bf16* v_cache,
+                                 const int64_t* slot_mapping, const float* cos_sin, const KvCacheWrite& cache,
                                  int64_t n, int num_heads, int num_kv_heads, int head_dim, int64_t max_positions,
-                                 int64_t num_slots, cudaStream_t stream) {
+                                 cudaStream_t stream) {
   if (n == 0) return;
   const int rot_items = (num_heads + num_kv_heads) * (head_dim / 16);
   const int threads = rot_items >= 256 ? 256 : ((rot_items + 31) / 32) * 32;
   launch_with_pdl(rope_cache_kernel, dim3(static_cast<unsigned>(n)), dim3(threads), 0, stream, src, q, k, v, positions,
-                  slot_mapping, cos_sin, k_cache, v_cache, num_heads, num_kv_heads, head_dim,
-                  static_cast<int>(max_positions), num_slots);
+                  slot_mapping, cos_sin, cache, num_heads, num_kv_heads, head_dim, static_cast<int>(max_positions));
 }
 
 }  // namespace fg::cuda

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "backend/cuda/kv_cache_write.h"
+
 namespace fg::cuda {
 
 // Where RoPE reads a token's q, k and v: the outputs themselves (in place), or the columns of one
@@ -33,15 +35,14 @@ struct RopeSource {
 // 0 <= slot_mapping[i] < num_slots, writes the rotated k[i] and v[i] to that slot of the caches.
 // q [n, num_heads * head_dim], k and v [n, num_kv_heads * head_dim]; positions I32 [n];
 // slot_mapping I64 [n]; cos_sin F32 [max_positions, head_dim] (cos of the head_dim/2 frequencies,
-// then their sin); k_cache, v_cache [num_slots, num_kv_heads, head_dim]. head_dim % 16 == 0; a
+// then their sin); the cache [num_slots, num_kv_heads, head_dim] (kv_cache_write.h). head_dim % 16 == 0; a
 // span source must not overlap q, k or v.
 // Positions outside [0, max_positions) are clamped so a bad value cannot read outside the table
 // (the runner validates them in checked mode; the CPU backend rejects them).
 void launch_rope_and_cache_write(const RopeSource& src, __nv_bfloat16* q, __nv_bfloat16* k, __nv_bfloat16* v,
                                  const int32_t* positions, const int64_t* slot_mapping, const float* cos_sin,
-                                 __nv_bfloat16* k_cache, __nv_bfloat16* v_cache, int64_t n, int num_heads,
-                                 int num_kv_heads, int head_dim, int64_t max_positions, int64_t num_slots,
-                                 cudaStream_t stream);
+                                 const KvCacheWrite& cache, int64_t n, int num_heads, int num_kv_heads, int head_dim,
+                                 int64_t max_positions, cudaStream_t stream);
 
 // The q/k-norm models' (Qwen3) form of the same work: each q head normalized with q_norm and each k
 // head with k_norm (head_rms_norm), then RoPE and the cache write as above, in place, with the bits
@@ -50,8 +51,7 @@ void launch_rope_and_cache_write(const RopeSource& src, __nv_bfloat16* q, __nv_b
 void launch_qk_norm_rope_and_cache_write(__nv_bfloat16* q, __nv_bfloat16* k, const __nv_bfloat16* v,
                                          const __nv_bfloat16* q_norm, const __nv_bfloat16* k_norm, float eps,
                                          const int32_t* positions, const int64_t* slot_mapping, const float* cos_sin,
-                                         __nv_bfloat16* k_cache, __nv_bfloat16* v_cache, int64_t n, int num_heads,
-                                         int num_kv_heads, int head_dim, int64_t max_positions, int64_t num_slots,
-                                         cudaStream_t stream);
+                                         const KvCacheWrite& cache, int64_t n, int num_heads, int num_kv_heads,
+                                         int head_dim, int64_t max_positions, cudaStream_t stream);
 
 }  // namespace fg::cuda
