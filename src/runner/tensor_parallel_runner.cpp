@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <thread>
 
@@ -45,15 +46,15 @@ void TensorParallelRunner::on_every_rank(const std::function<void(int)>& work) {
   // publications half done): the ranks are no longer in step, so nothing more runs.
   const std::string earlier = group_->failure();
   FG_CHECK(earlier.empty(), "tensor parallelism over {} ranks: the group failed at an earlier step: {}", n, earlier);
-  std::vector<bool> failed(static_cast<size_t>(n), false);
+  std::vector<uint8_t> failed(static_cast<size_t>(n), 0);  // one byte per rank: each thread writes its own
   const auto body = [&](int r) {
     try {
       work(r);
     } catch (const std::exception& e) {
-      failed[r] = true;
+      failed[r] = 1;
       group_->abort(r, e.what());  // the others stop at their next collective
     } catch (...) {
-      failed[r] = true;
+      failed[r] = 1;
       group_->abort(r, "an exception that is not a std::exception");
     }
   };
@@ -62,7 +63,7 @@ void TensorParallelRunner::on_every_rank(const std::function<void(int)>& work) {
     for (int r = 1; r < n; ++r) others.emplace_back(body, r);
     body(0);
   }  // joined: no rank is inside a collective any more
-  if (std::none_of(failed.begin(), failed.end(), [](bool f) { return f; })) return;
+  if (std::none_of(failed.begin(), failed.end(), [](uint8_t f) { return f != 0; })) return;
   fail("tensor parallelism over {} ranks: {}", n, group_->failure());
 }
 
