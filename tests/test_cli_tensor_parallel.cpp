@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli_run.h"
 #include "test_support.h"
@@ -61,6 +62,29 @@ TEST(CliTensorParallel, EngineBatchGivesTheTokensOfOneRank) {
   EXPECT_EQ(results(two.output), results(one.output));
   EXPECT_THAT(results(one.output), HasSubstr("\"index\":2"));
   std::filesystem::remove(prompts);
+}
+
+// Prompt logprobs (perplexity) run on every rank too: TP 2's chunk NLLs are TP 1's within float noise.
+TEST(CliTensorParallel, PerplexityMatchesOneRank) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string ids = (dir / "fg_tp_ids.txt").string();
+  {
+    std::ofstream out(ids);
+    for (int i = 0; i < 70; ++i) out << (i * 37 + 11) % 500 << (i + 1 < 70 ? ", " : "\n");
+  }
+  const auto nll = [&](const std::string& extra) {
+    const std::string json = (dir / ("fg_tp_ppl" + extra.substr(extra.size() - 1) + ".json")).string();
+    const CliRun r = run_fullgraph("perplexity --model " + test::model_fixture("tiny-llama") + " --token-ids " + ids +
+                                   " --context 33 --max-num-batched-tokens 16 --max-num-seqs 2 --json " + json + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    std::ifstream in(json);
+    const nlohmann::json out = nlohmann::json::parse(in);
+    std::filesystem::remove(json);
+    return out["nll_mean"].get<double>();
+  };
+  const double one = nll(" --tensor-parallel-size 1"), two = nll(" --tensor-parallel-size 2");
+  EXPECT_NEAR(two, one, 1e-5 * std::abs(one));
+  std::filesystem::remove(ids);
 }
 
 TEST(CliTensorParallel, BenchLatencyRunsOverRanks) {
