@@ -182,9 +182,11 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   s->generation_config_dir = files.generation_config_dir;
   const bool tensor_parallel = o.tensor_parallel_size > 1;
   check_tensor_parallel_options(o);  // before the backend: CUDA refuses it without touching the GPU
-  // Under tensor parallelism every rank has a backend of its own; this one only answers what the
-  // engine's sizing asks (device, dtypes).
-  s->backend = tensor_parallel ? std::unique_ptr<Backend>(std::make_unique<CpuBackend>(1)) : make_backend(o, gpu);
+  // Under tensor parallelism every rank has a backend of its own; this one (one thread) only answers
+  // what the engine's sizing asks (device, dtypes).
+  EngineSetupOptions host = o;
+  if (tensor_parallel) host.threads = 1;
+  s->backend = make_backend(host, gpu);
   Backend& backend = *s->backend;
   backend.set_batch_invariant(o.batch_invariant);
 

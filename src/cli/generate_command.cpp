@@ -111,7 +111,8 @@ void run_generate_tensor_parallel(const GenerateOptions& o, const ModelSource& f
   ro.enforce_eager = o.engine.enforce_eager;
   ro.check_graph_inputs = o.engine.check_graph_inputs;
   if (!o.engine.cuda_graph_sizes.empty()) ro.capture_sizes = parse_capture_sizes(o.engine.cuda_graph_sizes, step_tokens);
-  auto runner = build_tensor_parallel_runner(o.engine, model, blocks, DType::kF32, ro, log::info_line);
+  const DType kv_dtype = kv_cache_dtype(o.engine, CpuBackend(1));
+  auto runner = build_tensor_parallel_runner(o.engine, model, blocks, kv_dtype, ro, log::info_line);
 
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<IncrementalDetokenizer> stream;
