@@ -1,7 +1,7 @@
 // tests/test_cli_tensor_parallel.cpp — --tensor-parallel-size end to end through the `fullgraph`
 // executable: generate (one prompt, greedy) and generate --prompts (the engine, as serve builds
-// it) give the tokens of TP 1; bench latency runs; CUDA, GGUF-free checks and sizes that do not
-// divide are refused by name.
+// it) and perplexity give TP 1's results; bench latency runs; --device cuda, FP8 and sizes that do
+// not divide are refused by name.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -5,9 +5,10 @@
 // q/k/v and gate/up are split by output rows (column parallel): each rank owns whole heads, its
 // q heads grouped with the KV heads they read, and a slice of the MLP's intermediate features.
 // o_proj and down_proj are split by input columns (row parallel): each rank's product is a partial
-// sum of the full one, which an all-reduce completes. The LM head is split by vocabulary rows and
-// gathered. Embeddings, norms (q/k norms are one [hd] weight shared by every head) and biases of
-// the row-parallel linears (none in these architectures) are replicated.
+// sum of the full one, which an all-reduce completes (they have no bias in these architectures;
+// one would be added once, after it). The LM head is split by vocabulary rows and gathered.
+// Embeddings and norms are replicated (q/k norms are one [hd] weight that every head shares, so
+// they go with the heads as they are); q/k/v biases are split with their rows.
 //
 // Where the group has more ranks than the model has KV heads, the KV heads are replicated as vLLM
 // does: ranks / nkv consecutive ranks share each KV head (the ranks must be a multiple of nkv).
