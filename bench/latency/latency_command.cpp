@@ -25,6 +25,7 @@
 #include "model/model_path.h"
 #include "model/named_shapes.h"
 #include "runner/model_runner.h"
+#include "runner/tensor_parallel_runner.h"
 
 namespace fg::bench {
 
@@ -38,6 +39,7 @@ struct BenchOptions {
   std::string batch_sizes = "1,8,64,256";
   int64_t context = 512, prefill_chunk = 256, steps = 20, warmup = 3, block_size = 16;
   int threads = 0;
+  int tensor_parallel_size = 1;  // ranks as CPU threads (runner/tensor_parallel_runner.h)
   bool mixed = true;
 };
 
@@ -71,7 +73,9 @@ struct Timing {
 
 // `constrained`: the step's requests fill their masks when the runner asks (while the forward runs
 // on a GPU) and advance their grammars after it, inside the timed span.
-Timing time_step(ModelRunner& runner, std::vector<ScheduledRequest> step, const BenchOptions& o,
+// Runner: a ModelRunner, or a TensorParallelRunner (the same execute / execute_eager).
+template <typename Runner>
+Timing time_step(Runner& runner, std::vector<ScheduledRequest> step, const BenchOptions& o,
                  ConstrainedRequests* constrained = nullptr) {
   Timing t;
   for (int pass = 0; pass < 2; ++pass) {
@@ -93,14 +97,29 @@ Timing time_step(ModelRunner& runner, std::vector<ScheduledRequest> step, const 
   return t;
 }
 
+template <typename Runner>
+void capture_with_progress(Runner& runner) {
+  ProgressBar bar("capturing graphs", 0, true);
+  runner.capture_graphs([&bar](size_t done, size_t total) { bar.update(done, "", total); });
+}
+
+template <typename Runner>
+void measure(Runner& runner, const BenchOptions& o, const ModelConfig& config, const std::string& source,
+             const std::string& backend_name, int64_t max_tokens, int64_t num_blocks);
+
 void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
   const std::vector<int64_t> batches = parse_batch_sizes(o.batch_sizes);
   const int64_t max_batch = *std::max_element(batches.begin(), batches.end());
   FG_CHECK(o.context >= 1 && o.prefill_chunk >= 1 && o.steps >= 1, "--context, --prefill-chunk and --steps must be positive");
 
+  // Before any backend: CUDA refuses tensor parallelism without touching the GPU.
+  FG_CHECK(o.tensor_parallel_size == 1 || o.device == "cpu", "--tensor-parallel-size {} with --device {}: the CUDA "
+           "backend's NCCL communicator is not built yet (tensor parallelism runs on --device cpu for now)",
+           o.tensor_parallel_size, o.device);
   std::unique_ptr<Backend> backend;
   if (o.device == "cpu") {
-    backend = std::make_unique<CpuBackend>(o.threads);
+    // Under tensor parallelism each rank has a backend of its own; this one names the backend.
+    backend = std::make_unique<CpuBackend>(o.tensor_parallel_size > 1 ? 1 : o.threads);
   } else {
     FG_CHECK(o.device == "cuda", "unknown --device '{}' (expected cpu or cuda)", o.device);
     FG_CHECK(gpu.available(), "--device cuda: this build has no CUDA backend");
@@ -130,17 +149,42 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
     gpu.set_attention(*backend, o.attention,
                       attention_limits(config, max_tokens, max_batch + 1, context_tokens, o.block_size));
   }
-  ModelWeights weights = dummy_weights(config, *backend);
-  LlamaModel model(config, weights, *backend, max_tokens, max_batch + 1);
-  KvCache kv = allocate_kv_cache(*backend, config, num_blocks, o.block_size, backend->activation_dtype());
   RunnerOptions ro;
   ro.max_num_tokens = max_tokens;
   ro.max_num_seqs = max_batch + 1;
-  ModelRunner runner(model, kv, ro);
-  {
-    ProgressBar bar("capturing graphs", 0, true);
-    runner.capture_graphs([&bar](size_t done, size_t total) { bar.update(done, "", total); });
+  const std::string backend_name = backend->device() == Device::kCuda ? backend->name() + " / " + o.attention
+                                                                      : backend->name();
+  if (o.tensor_parallel_size > 1) {
+    FG_CHECK(!config.quantization, "--tensor-parallel-size {}: FP8 models are not sharded yet", o.tensor_parallel_size);
+    TensorParallelOptions tp;
+    tp.size = o.tensor_parallel_size;
+    tp.threads_per_rank = o.threads > 0 ? std::max(1, o.threads / tp.size) : 0;
+    tp.num_kv_blocks = num_blocks;
+    tp.block_size = o.block_size;
+    tp.kv_dtype = backend->activation_dtype();
+    const auto load = [&config](Backend& b, const TensorParallelShard& shard) { return dummy_weights(config, b, 0, shard); };
+    TensorParallelRunner runner(config, load, tp, ro);
+    capture_with_progress(runner);
+    measure(runner, o, config, source, fmt::format("{} x{} ranks", backend_name, tp.size), max_tokens, num_blocks);
+    return;
   }
+  ModelWeights weights = dummy_weights(config, *backend);
+  LlamaModel model(config, weights, *backend, max_tokens, max_batch + 1);
+  KvCache kv = allocate_kv_cache(*backend, config, num_blocks, o.block_size, backend->activation_dtype());
+  ModelRunner runner(model, kv, ro);
+  capture_with_progress(runner);
+  measure(runner, o, config, source, backend_name, max_tokens, num_blocks);
+}
+
+// The rows of the benchmark over a runner built for them.
+template <typename Runner>
+void measure(Runner& runner, const BenchOptions& o, const ModelConfig& config, const std::string& source,
+             const std::string& backend_name, int64_t max_tokens, int64_t num_blocks) {
+  const std::vector<int64_t> batches = parse_batch_sizes(o.batch_sizes);
+  const int64_t max_batch = *std::max_element(batches.begin(), batches.end());
+  const int64_t context_tokens = o.context + o.prefill_chunk;
+  const int64_t blocks_per_req = (context_tokens + o.block_size - 1) / o.block_size;
+  FG_ASSERT(1 + blocks_per_req * (max_batch + 1) <= num_blocks);
 
   // Requests with real contexts: request i holds `context` tokens; the last one also has a
   // prefill chunk waiting (for mixed steps).
@@ -162,9 +206,8 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
   }
 
   nlohmann::json rows = nlohmann::json::array();
-  fmt::print("{} ({} layers, hidden {}), {} backend{}, context {}, median of {} steps\n", source, config.num_layers,
-             config.hidden_size, backend->name(), backend->device() == Device::kCuda ? " / " + o.attention : "",
-             o.context, o.steps);
+  fmt::print("{} ({} layers, hidden {}), {} backend, context {}, median of {} steps\n", source, config.num_layers,
+             config.hidden_size, backend_name, o.context, o.steps);
   fmt::print("{:<8} {:>6} {:>7} {:>10} {:>10} {:>8}  {}\n", "kind", "batch", "tokens", "eager ms", "graph ms", "speedup",
              "graph bucket");
   auto report = [&](const char* kind, int64_t batch, int64_t tokens, const Timing& t) {
@@ -203,8 +246,9 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
     }
   }
   if (!o.output_json.empty()) {
-    nlohmann::json doc = {{"model", source}, {"backend", backend->name()}, {"attention", o.attention},
-                          {"context", o.context}, {"steps", o.steps}, {"rows", rows}};
+    nlohmann::json doc = {{"model", source}, {"backend", backend_name}, {"attention", o.attention},
+                          {"context", o.context}, {"steps", o.steps}, {"tensor_parallel_size", o.tensor_parallel_size},
+                          {"rows", rows}};
     std::ofstream(o.output_json) << doc.dump(2) << "\n";
   }
 }
@@ -230,6 +274,10 @@ void add_latency_command(CLI::App& bench, GpuBackendFactory gpu) {
   cmd->add_option("--steps", o->steps, "Timed steps per row")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed steps per row")->capture_default_str();
   cmd->add_option("--threads", o->threads, "CPU threads (0 = all)")->capture_default_str();
+  cmd->add_option("--tensor-parallel-size", o->tensor_parallel_size,
+                  "Split the model over this many ranks (CPU threads for now; dummy weights sliced per rank)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--output-json", o->output_json, "Also write the rows as JSON");
   cmd->add_option("--json-schema", o->json_schema,
                   "Also time decode steps whose every request is constrained by this JSON schema (rows \"json\")");

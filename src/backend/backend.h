@@ -250,6 +250,18 @@ class Backend {
     rms_norm(x, norm_weight, eps, normed);
     linear_silu_mul(normed, gate, up, gate_out, up_out, out);
   }
+  // Tensor parallelism (backend/communicator.h): the collectives over the communicator of the
+  // rank this backend runs, recorded in graphs like any other op. x and shard/out F32.
+  // In place: x = the sum of every rank's x, in rank order (Communicator::all_reduce_sum).
+  virtual void all_reduce_sum(const Tensor& x) {
+    (void)x;
+    fail("the {} backend has no tensor-parallel communicator", name());
+  }
+  // Every rank's shard [n, C] into out [n, ranks * C] (Communicator::all_gather_columns).
+  virtual void all_gather_columns(const Tensor& shard, const Tensor& out) {
+    (void)shard, (void)out;
+    fail("the {} backend has no tensor-parallel communicator", name());
+  }
   // out[i] = x[indices[i]]. x [n, H], indices I32 [m], out [m, H].
   virtual void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) = 0;
   // One token id per row of logits F32 [m, V] into out_ids I32 [m], with the semantics written in

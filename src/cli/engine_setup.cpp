@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "cli/dtype_option.h"
 #include "cli/model_source.h"
+#include "cli/tensor_parallel_setup.h"
 #include "core/log.h"
 #include "core/progress_bar.h"
 #include "grammar/grammar_vocabulary.h"
@@ -71,6 +72,12 @@ void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
                  "reference")
       ->capture_default_str();
   cmd.add_option("--threads", o.threads, "CPU threads (0 = all hardware threads)")->capture_default_str();
+  cmd.add_option("--tensor-parallel-size", o.tensor_parallel_size,
+                 "Split the model over this many ranks as Megatron-LM does (vLLM's flag). For now on --device cpu only, "
+                 "the ranks as threads (--threads shared between them); safetensors checkpoints, --shape and the "
+                 "built-in model, not GGUF or FP8")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   cmd.add_option("--block-size", o.block_size, "Tokens per KV-cache block")->capture_default_str();
   cmd.add_flag("--rope-inv-freq-bf16", o.rope_bf16,
                "Round RoPE inverse frequencies to bf16, as a transformers model cast with .to(torch.bfloat16) does");
@@ -169,12 +176,23 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
            "--max-num-batched-tokens and --max-num-seqs must be positive");
   const ModelSource files = resolve_model_source(o);  // before the backend: a missing model fails at once
   s->generation_config_dir = files.generation_config_dir;
-  s->backend = make_backend(o, gpu);
+  const bool tensor_parallel = o.tensor_parallel_size > 1;
+  check_tensor_parallel_options(o);  // before the backend: CUDA refuses it without touching the GPU
+  // Under tensor parallelism every rank has a backend of its own; this one (one thread) only answers
+  // what the engine's sizing asks (device, dtypes).
+  EngineSetupOptions host = o;
+  if (tensor_parallel) host.threads = 1;
+  s->backend = make_backend(host, gpu);
   Backend& backend = *s->backend;
   backend.set_batch_invariant(o.batch_invariant);
 
   ModelWeights weights;
-  if (!o.shape.empty()) {
+  TensorParallelModel tp_model;
+  if (tensor_parallel) {
+    tp_model = tensor_parallel_model(o, files);
+    s->config = tp_model.config;
+    s->source = tp_model.source;
+  } else if (!o.shape.empty()) {
     s->config = named_model_config(o.shape);
     s->source = o.shape + " (dummy weights)";
     if (o.quantization == "fp8") s->config.quantization = quantize_at_load_config();
@@ -209,11 +227,16 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
     s->attention = gpu.set_attention(
         backend, o.attention, attention_limits(c, o.max_num_batched_tokens, max_seqs, max_model_len, o.block_size));
   }
-  s->model = std::make_unique<LlamaModel>(c, std::move(weights), backend, o.max_num_batched_tokens, max_seqs);
+  if (!tensor_parallel)
+    s->model = std::make_unique<LlamaModel>(c, std::move(weights), backend, o.max_num_batched_tokens, max_seqs);
 
-  // The KV pool: what is asked for, or what the memory budget leaves.
+  // The KV pool: what is asked for, or what the memory budget leaves. Under tensor parallelism a
+  // block spans every rank's share of the KV heads.
   const DType kv_dtype = kv_cache_dtype(o, backend);
-  const int64_t per_block = kv_bytes_per_block(c, o.block_size, kv_dtype);
+  const int64_t per_block =
+      tensor_parallel ? o.tensor_parallel_size * kv_bytes_per_block(shard_config(c, {0, o.tensor_parallel_size}),
+                                                                    o.block_size, kv_dtype)
+                      : kv_bytes_per_block(c, o.block_size, kv_dtype);
   int64_t num_blocks = o.kv_cache_blocks;
   std::string sized_by = "--kv-cache-blocks";
   if (num_blocks <= 0) {
@@ -239,7 +262,7 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   }
   FG_CHECK(num_blocks >= 2, "the KV cache gets {} blocks of {} bytes ({}): too little memory for even one block",
            num_blocks, per_block, sized_by);
-  s->kv = allocate_kv_cache(backend, c, num_blocks, o.block_size, kv_dtype);
+  if (!tensor_parallel) s->kv = allocate_kv_cache(backend, c, num_blocks, o.block_size, kv_dtype);
   log(fmt::format("KV cache: {} blocks of {} tokens ({} tokens, {:.2f} GiB, {}), sized by {}", num_blocks - 1,
                   o.block_size, (num_blocks - 1) * o.block_size, num_blocks * per_block / double(1 << 30),
                   dtype_name(kv_dtype), sized_by));
@@ -251,16 +274,19 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   ro.enforce_eager = o.enforce_eager;
   ro.check_graph_inputs = o.check_graph_inputs;
   if (!o.cuda_graph_sizes.empty()) ro.capture_sizes = parse_capture_sizes(o.cuda_graph_sizes, o.max_num_batched_tokens);
-  s->runner = std::make_unique<ModelRunner>(*s->model, s->kv, ro, log);
   // Each capture runs one forward of its size first: on the CPU the default sizes (up to the step
   // budget) cost minutes for a trained model, where a GPU takes seconds.
   if (o.device == "cpu" && o.cuda_graph_sizes.empty() && !o.enforce_eager)
     log("on the CPU every graph size costs one forward to capture; --cuda-graph-sizes 1,2,4,8 or --enforce-eager "
         "starts in seconds");
-  {
+  if (tensor_parallel) {
+    s->tensor_parallel = build_tensor_parallel_runner(o, tp_model, num_blocks, kv_dtype, ro, log);
+  } else {
+    s->runner = std::make_unique<ModelRunner>(*s->model, s->kv, ro, log);
     ProgressBar bar("capturing graphs", 0, o.progress);
     s->runner->capture_graphs([&bar](size_t done, size_t total) { bar.update(done, "", total); });
   }
+  StepExecutor& executor = tensor_parallel ? static_cast<StepExecutor&>(*s->tensor_parallel) : *s->runner;
   s->blocks = std::make_unique<KvBlockManager>(KvBlockManagerOptions{num_blocks, o.block_size, o.enable_prefix_caching});
 
   if (s->tokenizer) {
@@ -279,7 +305,7 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   eo.vocab_size = c.vocab_size;
   eo.eos_token_ids = s->eos_token_ids;
   eo.seed = o.seed;
-  s->engine = std::make_unique<Engine>(*s->runner, *s->blocks, s->tokenizer.get(), eo);
+  s->engine = std::make_unique<Engine>(executor, *s->blocks, s->tokenizer.get(), eo);
   return s;
 }
 

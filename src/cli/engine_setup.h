@@ -20,6 +20,7 @@
 #include "model/llama_model.h"
 #include "model/model_loader.h"
 #include "runner/model_runner.h"
+#include "runner/tensor_parallel_runner.h"
 #include "server/model_context.h"
 #include "tokenizer/chat_template.h"
 
@@ -40,6 +41,7 @@ struct EngineSetupOptions {
   std::string device = "cpu";
   std::string attention = "auto";
   int threads = 0;
+  int tensor_parallel_size = 1;  // ranks the model is split over (cli/tensor_parallel_setup.h)
   int64_t block_size = 16;
   bool rope_bf16 = false;
   bool enforce_eager = false;
@@ -70,7 +72,8 @@ struct EngineSetup {
   ChatTemplateConfig chat;
   std::unique_ptr<LlamaModel> model;
   KvCache kv;
-  std::unique_ptr<ModelRunner> runner;
+  std::unique_ptr<ModelRunner> runner;  // null under tensor parallelism, where tensor_parallel runs the steps
+  std::unique_ptr<TensorParallelRunner> tensor_parallel;  // --tensor-parallel-size > 1: the ranks' models, caches, runners
   std::unique_ptr<KvBlockManager> blocks;
   // Structured outputs' grammar compiler for this model's vocabulary; null without a tokenizer.
   // Declared before the engine, which uses it.

@@ -21,6 +21,7 @@
 #include "cli/batch_generate.h"
 #include "cli/default_model.h"
 #include "cli/model_source.h"
+#include "cli/tensor_parallel_setup.h"
 #include "core/log.h"
 #include "model/generation_config.h"
 #include "runner/greedy_generator.h"
@@ -85,6 +86,56 @@ std::vector<int32_t> prompt_ids(const GenerateOptions& o, const TextSide* text) 
   return text->tokenizer->encode(rendered, /*add_special_tokens=*/false);  // the template wrote them
 }
 
+// --tensor-parallel-size N > 1: the same greedy generation through the ranks' runners.
+void run_generate_tensor_parallel(const GenerateOptions& o, const ModelSource& files, const std::vector<int32_t>& prompt,
+                                  const TextSide* text) {
+  FG_CHECK(o.dump_logits.empty(), "--dump-logits runs one eager prefill on one rank; drop --tensor-parallel-size");
+  const TensorParallelModel model = tensor_parallel_model(o.engine, files);
+  const ModelConfig& config = model.config;
+  for (size_t i = 0; i < prompt.size(); ++i)
+    FG_CHECK(prompt[i] < config.vocab_size, "--prompt-ids: id {} at position {} is outside the vocabulary of {}",
+             prompt[i], i, config.vocab_size);
+  FG_CHECK(o.engine.block_size >= 1 && o.engine.max_num_batched_tokens >= 1,
+           "--block-size and --max-num-batched-tokens must be positive");
+  const std::vector<int32_t> stop_ids =
+      text && !o.ignore_eos
+          ? eos_token_ids(config, read_generation_defaults(files.generation_config_dir, GenerationConfigMode::kVllm))
+          : std::vector<int32_t>{};
+  const auto is_stop = [&](int32_t id) { return std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end(); };
+  const int64_t T = static_cast<int64_t>(prompt.size());
+  const int64_t step_tokens = std::min(T, o.engine.max_num_batched_tokens);
+  const int64_t blocks = (T + o.max_tokens + o.engine.block_size - 1) / o.engine.block_size + 1;
+  RunnerOptions ro;
+  ro.max_num_tokens = step_tokens;
+  ro.max_num_seqs = 1;
+  ro.enforce_eager = o.engine.enforce_eager;
+  ro.check_graph_inputs = o.engine.check_graph_inputs;
+  if (!o.engine.cuda_graph_sizes.empty()) ro.capture_sizes = parse_capture_sizes(o.engine.cuda_graph_sizes, step_tokens);
+  const DType kv_dtype = kv_cache_dtype(o.engine, CpuBackend(1));
+  auto runner = build_tensor_parallel_runner(o.engine, model, blocks, kv_dtype, ro, log::info_line);
+
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<IncrementalDetokenizer> stream;
+  if (text) stream = std::make_unique<IncrementalDetokenizer>(*text->tokenizer, /*skip_special_tokens=*/false);
+  const auto print_delta = [&](int32_t id) {
+    if (is_stop(id)) return;
+    fmt::print("{}", stream->push(id));
+    std::fflush(stdout);
+  };
+  const std::vector<int32_t> generated =
+      generate_greedy_with_runner(*runner, runner->kv(0), prompt, o.max_tokens, step_tokens,
+                                  stream ? std::function<void(int32_t)>(print_delta) : nullptr, stop_ids);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (stream) {
+    fmt::print("{}\n", stream->finish());
+  } else {
+    fmt::print("{}\n", fmt::join(generated, ","));
+  }
+  log::info("{} (cpu backend, tensor parallel over {} ranks of {} threads): {} prompt tokens, {} generated in {:.1f} ms "
+            "({} graph replays, {} eager steps)", model.source, runner->size(), runner->backend(0).num_threads(), T,
+            generated.size(), seconds * 1e3, runner->stats().graph_steps, runner->stats().eager_steps);
+}
+
 void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   if (!o.prompts_file.empty()) {
     FG_CHECK(o.prompt_ids.empty() && o.prompt.empty() && !o.chat && o.dump_logits.empty(),
@@ -102,6 +153,10 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
     text = std::make_unique<TextSide>(load_text_side(o.engine, files, TextNeeds{.tokenizer = true, .chat_template = o.chat}));
   const std::vector<int32_t> prompt = prompt_ids(o, text.get());
   FG_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
+  if (o.engine.tensor_parallel_size > 1) {
+    run_generate_tensor_parallel(o, files, prompt, text.get());
+    return;
+  }
   std::unique_ptr<Backend> backend_ptr = make_backend(o.engine, gpu);
   Backend& backend = *backend_ptr;
   LoadedModel loaded = load_model(files.model_dir, load_options(o.engine), backend);

@@ -2,7 +2,9 @@
 // (/health answers 503 until it is ready), then serves until SIGTERM or SIGINT, on which it
 // stops accepting, lets the requests in flight finish (up to --drain-timeout, after which they
 // are aborted), and exits 0. A second signal during the drain aborts at once. A model that fails
-// to load ends the process with status 1.
+// to load ends the process with status 1; so does, under --tensor-parallel-size, an engine that
+// stopped after an error (a rank failed: the ranks are out of step for good), once /health has
+// answered 503 and the requests in flight have failed.
 //
 // Signals are blocked in every thread (each inherits the mask of the thread that made it) and
 // taken synchronously here with sigtimedwait, so no handler runs in the middle of anything.
@@ -130,6 +132,7 @@ void run_serve(const ServeOptions& o, const GpuBackendFactory& gpu) {
   });
 
   bool load_failed = false;
+  bool engine_failed = false;
   while (true) {
     if (const int sig = wait_signal(signals, std::chrono::milliseconds(200))) {
       log_line(fmt::format("{}: draining (up to {} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT", o.drain_timeout_s));
@@ -138,6 +141,13 @@ void run_serve(const ServeOptions& o, const GpuBackendFactory& gpu) {
     if (api.failed()) {
       load_failed = true;
       break;
+    }
+    if (o.engine.tensor_parallel_size > 1) {
+      if (const std::optional<std::string> error = api.engine_error()) {
+        log_line(fmt::format("error: tensor-parallel engine stopped: {}; exiting", *error));
+        engine_failed = true;
+        break;
+      }
     }
   }
   http.drain();
@@ -159,6 +169,7 @@ void run_serve(const ServeOptions& o, const GpuBackendFactory& gpu) {
   api.shutdown();
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   FG_CHECK(!load_failed, "the model failed to load (see above)");
+  FG_CHECK(!engine_failed, "the tensor-parallel engine stopped after a rank failed (see above)");
   log_line("drained; exiting");
 }
 

@@ -27,14 +27,16 @@ KvCache allocate_kv_cache(Backend& backend, const ModelConfig& config, int64_t n
 }
 
 LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, Backend& backend, int64_t max_tokens,
-                       int64_t max_logits)
+                       int64_t max_logits, int tensor_parallel_size)
     : config_(std::move(config)),
       weights_(std::move(weights)),
       backend_(backend),
       max_tokens_(max_tokens),
       max_logits_(max_logits),
+      tensor_parallel_size_(tensor_parallel_size),
       attention_scale_(1.0f / std::sqrt(static_cast<float>(config_.head_dim))) {
   FG_CHECK(max_tokens >= 1 && max_logits >= 1, "a model needs room for at least one token and one logits row");
+  FG_CHECK(tensor_parallel_size >= 1, "tensor_parallel_size must be at least 1, got {}", tensor_parallel_size);
   const ModelConfig& c = config_;
   const DType act = backend.activation_dtype();
   const int64_t T = max_tokens;
@@ -59,11 +61,30 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, Backend& backen
   selected_ = backend.allocate(act, {max_logits, c.hidden_size});
   selected_normed_ = backend.allocate(act, {max_logits, c.hidden_size});
   logits_ = backend.allocate(DType::kF32, {max_logits, c.vocab_size});
+  if (tensor_parallel_size_ > 1) {
+    FG_CHECK(fp8_values_.memory == nullptr, "tensor parallelism: FP8 layers are not sharded yet");
+    const int64_t shard_vocab = c.vocab_size / tensor_parallel_size_;
+    FG_CHECK(shard_vocab * tensor_parallel_size_ == c.vocab_size && weights_.lm_head.dim(0) == shard_vocab,
+             "tensor parallelism over {} ranks: the LM head has {} rows, not vocab_size {} / {}", tensor_parallel_size_,
+             weights_.lm_head.dim(0), c.vocab_size, tensor_parallel_size_);
+    shard_logits_ = backend.allocate(DType::kF32, {max_logits, shard_vocab});
+  }
+}
+
+void LlamaModel::row_parallel_residual_add(const Tensor& x, const Tensor& weight, const Tensor& proj_out,
+                                           const Tensor& residual) {
+  if (tensor_parallel_size_ == 1) {
+    backend_.linear_residual_add(x, weight, proj_out, residual);
+    return;
+  }
+  backend_.linear(x, weight, nullptr, proj_out);
+  backend_.all_reduce_sum(proj_out);
+  backend_.add(residual, proj_out);
 }
 
 void LlamaModel::fill_activations(uint8_t byte) {
   for (const Allocation* a : {&residual_, &normed_, &q_, &k_, &v_, &attn_out_, &proj_out_, &span_, &mlp_act_,
-                              &fp8_values_, &fp8_scales_, &selected_, &selected_normed_, &logits_}) {
+                              &fp8_values_, &fp8_scales_, &selected_, &selected_normed_, &logits_, &shard_logits_}) {
     if (!a->memory) continue;
     const std::vector<uint8_t> bytes(a->tensor.nbytes(), byte);
     backend_.copy_from_host(a->tensor, bytes.data());
@@ -119,13 +140,13 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
                                       step.slot_mapping, rope_cos_sin_.tensor, kv.layers[l]);
     }
     b.attention(q, kv.layers[l], step.attention, attention_scale_, attn_out);
-    b.linear_residual_add(attn_out, w.o_proj, proj_out, residual);
+    row_parallel_residual_add(attn_out, w.o_proj, proj_out, residual);
 
     // MLP block: gate and up as one matmul where the backend can, SiLU-and-multiply fused where
     // it can.
     b.rms_norm_linear_silu_mul(residual, w.post_attention_norm, eps, normed, w.gate_proj, w.up_proj, gate, up,
                                mlp_act);
-    b.linear_residual_add(mlp_act, w.down_proj, proj_out, residual);
+    row_parallel_residual_add(mlp_act, w.down_proj, proj_out, residual);
   }
 
   // The final norm of the rows that produce logits only.
@@ -134,7 +155,14 @@ Tensor LlamaModel::forward(const StepInputs& step, const KvCache& kv) {
   const Tensor logits = logits_.tensor.rows(0, m);
   b.gather_rows(residual, step.logits_indices, selected);
   b.rms_norm(selected, weights_.final_norm, eps, selected_normed);
-  b.linear(selected_normed, weights_.lm_head, nullptr, logits);
+  if (tensor_parallel_size_ == 1) {
+    b.linear(selected_normed, weights_.lm_head, nullptr, logits);
+    return logits;
+  }
+  // Vocabulary parallel: this rank's columns of the logits, then every rank's gathered.
+  const Tensor shard_logits = shard_logits_.tensor.rows(0, m);
+  b.linear(selected_normed, weights_.lm_head, nullptr, shard_logits);
+  b.all_gather_columns(shard_logits, logits);
   return logits;
 }
 

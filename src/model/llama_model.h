@@ -16,7 +16,12 @@ namespace fg {
 class LlamaModel {
  public:
   // Activations are allocated once, for steps of up to max_tokens tokens and max_logits rows.
-  LlamaModel(ModelConfig config, ModelWeights weights, Backend& backend, int64_t max_tokens, int64_t max_logits);
+  // Under tensor parallelism (tensor_parallel_size > 1), `config` and `weights` are one rank's
+  // (model/tensor_parallel.h) and `backend` holds that rank's communicator: the outputs of o_proj
+  // and down_proj are all-reduced before they meet the residual stream, and the rank's LM head
+  // slice is gathered into the full logits, so every rank returns the same logits.
+  LlamaModel(ModelConfig config, ModelWeights weights, Backend& backend, int64_t max_tokens, int64_t max_logits,
+             int tensor_parallel_size = 1);
 
   const ModelConfig& config() const { return config_; }
   Backend& backend() const { return backend_; }
@@ -27,6 +32,8 @@ class LlamaModel {
   // then the LM head on the rows of step.logits_indices. Returns F32 [num_logits, V], a view of a
   // buffer that the next forward() overwrites.
   Tensor forward(const StepInputs& step, const KvCache& kv);
+
+  int tensor_parallel_size() const { return tensor_parallel_size_; }
 
   // Rows [0, rows) of the logits buffer as the last forward() left them.
   Tensor logits(int64_t rows) const { return logits_.tensor.rows(0, rows); }
@@ -39,6 +46,10 @@ class LlamaModel {
   // with each FP8 linear's input rounded to e4m3 first, by the norm or SiLU-and-multiply that
   // produces it where the backend fuses that.
   void fp8_layer(int64_t l, const StepInputs& step, const KvCache& kv, int64_t n);
+  // residual += x · weightᵀ; under tensor parallelism the rank's partial product is all-reduced
+  // first (in proj_out), so the residual stream stays the same on every rank.
+  void row_parallel_residual_add(const Tensor& x, const Tensor& weight, const Tensor& proj_out,
+                                 const Tensor& residual);
   // The FP8 parts over rms_norm(x): one rounding (fused into the norm where the backend can) where
   // every part rounds its input alike; else the norm, then a rounding and a matmul per part.
   void normed_fp8_group(const Tensor& x, const Tensor& norm_weight, const std::vector<Fp8LinearPart>& parts,
@@ -51,6 +62,7 @@ class LlamaModel {
   Backend& backend_;
   int64_t max_tokens_;
   int64_t max_logits_;
+  int tensor_parallel_size_;
   float attention_scale_;
 
   // Named intermediates, so any of them can be dumped: [max_tokens, features] each.
@@ -74,6 +86,7 @@ class LlamaModel {
   Allocation selected_;         // [max_logits, H] residual rows that produce logits
   Allocation selected_normed_;  // [max_logits, H] the same rows after the final norm
   Allocation logits_;        // F32 [max_logits, V]
+  Allocation shard_logits_;  // F32 [max_logits, V / tensor_parallel_size]: this rank's, before the gather (TP only)
 };
 
 }  // namespace fg

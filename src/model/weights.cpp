@@ -116,8 +116,17 @@ ModelWeights empty_weights(const ModelConfig& config) {
   return w;
 }
 
-void tie_lm_head(ModelWeights& w, const ModelConfig& config) {
-  if (config.tie_word_embeddings) w.lm_head = w.embed_tokens;
+// A tied LM head is the embedding, or under tensor parallelism the rank's row slice of it.
+void tie_lm_head(ModelWeights& w, const ModelConfig& config, const TensorParallelShard& shard) {
+  if (!config.tie_word_embeddings) return;
+  const WeightSlice slice = weight_slice(config, shard, "lm_head.weight");
+  w.lm_head = slice.whole() ? w.embed_tokens : w.embed_tokens.rows(slice.begin, slice.count);
+}
+
+void refuse_sharded_fp8(const ModelConfig& config, const TensorParallelShard& shard) {
+  FG_CHECK(!shard.active() || !config.quantization,
+           "--tensor-parallel-size {}: FP8 models (FP8 checkpoints and --quantization fp8) are not sharded yet; run "
+           "them with --tensor-parallel-size 1", shard.size);
 }
 
 // splitmix64: a counter-based generator, so any element's value is a pure function of its index.
@@ -326,11 +335,13 @@ std::vector<WeightSpec> expected_weights(const ModelConfig& c) {
 }
 
 ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Checkpoint> checkpoint_ptr,
-                          Backend& backend) {
+                          Backend& backend, const TensorParallelShard& shard) {
+  refuse_sharded_fp8(config, shard);
+  const ModelConfig rank_config = shard_config(config, shard);
   const Checkpoint& checkpoint = *checkpoint_ptr;
   ModelWeights w = empty_weights(config);
   w.keep_alive.push_back(checkpoint_ptr);
-  WeightPlacement placement(config, backend, w);
+  WeightPlacement placement(rank_config, backend, w);
   std::optional<ThreadPool> pool;  // started by the first tensor that needs converting
   LoadTimeQuantizer quantizer(backend);
   std::set<std::string> expected;
@@ -377,7 +388,21 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
       quantizer.add(placement, w, config, spec, t.data, t.dtype, *pool);
       continue;
     }
-    if (backend.device() == Device::kHost && backend.weight_dtype(t.dtype) == t.dtype) {
+    const bool in_place = backend.device() == Device::kHost && backend.weight_dtype(t.dtype) == t.dtype;
+    if (const WeightSlice slice = weight_slice(config, shard, spec.name); !slice.whole()) {
+      if (in_place && slice.dim == 0) {
+        *slot_for(w, config, spec.name) = t.rows(slice.begin, slice.count);  // the owned rows of the mmap
+        continue;
+      }
+      const WeightSpec owned{spec.name, slice_shape(spec.shape, slice)};
+      HostBuffer owned_values(static_cast<size_t>(owned.numel()) * dtype_size(t.dtype));
+      copy_weight_slice(t.data, t.dtype, spec.shape, slice, owned_values.data());
+      if (!pool) pool.emplace();
+      if (place_converted(placement, backend, w, rank_config, owned, owned_values.data(), t.dtype, *pool))
+        w.converted_from = t.dtype;
+      continue;
+    }
+    if (in_place) {
       *slot_for(w, config, spec.name) = t;  // read in place from the mmap, which the checkpoint keeps alive
       continue;
     }
@@ -396,14 +421,16 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
          checkpoint.dir(), name, config.architecture_name);
   }
   quantizer.report();
-  tie_lm_head(w, config);
+  tie_lm_head(w, config, shard);
   return w;
 }
 
 ModelWeights build_weights(const ModelConfig& config, Backend& backend, DType dtype,
-                           const std::function<void(const WeightSpec& spec, void* dst)>& fill) {
+                           const std::function<void(const WeightSpec& spec, void* dst)>& fill,
+                           const TensorParallelShard& shard) {
+  refuse_sharded_fp8(config, shard);
   ModelWeights w = empty_weights(config);
-  WeightPlacement placement(config, backend, w);
+  WeightPlacement placement(shard_config(config, shard), backend, w);
   LoadTimeQuantizer quantizer(backend);
   std::optional<ThreadPool> pool;
   for (const WeightSpec& spec : expected_weights(config)) {
@@ -418,19 +445,27 @@ ModelWeights build_weights(const ModelConfig& config, Backend& backend, DType dt
       quantizer.add(placement, w, config, spec, host.data(), dtype, *pool);
       continue;
     }
-    const Tensor memory = placement.allocate(spec.name, dtype, numel);
-    backend.copy_from_host(memory, host.data());
+    const WeightSlice slice = weight_slice(config, shard, spec.name);
+    const WeightSpec owned{spec.name, slice_shape(spec.shape, slice)};
+    HostBuffer owned_values;
+    if (!slice.whole()) {
+      owned_values = HostBuffer(static_cast<size_t>(owned.numel()) * dtype_size(dtype));
+      copy_weight_slice(host.data(), dtype, spec.shape, slice, owned_values.data());
+    }
+    const Tensor memory = placement.allocate(spec.name, dtype, owned.numel());
+    backend.copy_from_host(memory, slice.whole() ? host.data() : owned_values.data());
     Tensor* slot = slot_for(w, config, spec.name);
     *slot = memory;
-    slot->rank = static_cast<int>(spec.shape.size());
-    for (size_t d = 0; d < spec.shape.size(); ++d) slot->shape[d] = spec.shape[d];
+    slot->rank = static_cast<int>(owned.shape.size());
+    for (size_t d = 0; d < owned.shape.size(); ++d) slot->shape[d] = owned.shape[d];
   }
   quantizer.report();
-  tie_lm_head(w, config);
+  tie_lm_head(w, config, shard);
   return w;
 }
 
-ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed) {
+ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed,
+                           const TensorParallelShard& shard) {
   ThreadPool pool;
   const DType dtype = backend.weight_dtype(config.dtype);
   return build_weights(config, backend, dtype, [&](const WeightSpec& spec, void* dst) {
@@ -455,7 +490,7 @@ ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t
         }
       }
     });
-  });
+  }, shard);
 }
 
 }  // namespace fg

@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "model/tensor_parallel.h"
 
 namespace fg {
 
@@ -84,17 +85,26 @@ std::vector<WeightSpec> expected_weights(const ModelConfig& config);
 // quantize_at_load (--quantization fp8) the float linears are quantized on the backend.
 // Errors name the tensor, its shape and the config fields that imply another.
 // On a host backend the weights are views of the checkpoint's mmaps, which they keep alive.
+// With an active `shard`, the weights are rank shard.rank's (model/tensor_parallel.h) of the model
+// `config` describes whole: each sharded tensor's owned rows or columns are copied out of the mmap
+// (row slices on a host backend stay views), nothing else of it is read; the LM head of a tied
+// model is the embedding's row slice. FP8 checkpoints are not sharded.
 ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Checkpoint> checkpoint,
-                          Backend& backend);
+                          Backend& backend, const TensorParallelShard& shard = {});
 
 // Weights built tensor by tensor: `fill` writes the spec.numel() values of one expected weight, in
 // `dtype`, to host memory at `dst`, row-major in spec.shape; they are placed as load_weights places
 // them (each linear group back to back). For formats whose every tensor is converted (GGUF).
+// With an active `shard`, rank shard.rank's slices of them: each sharded tensor is filled whole on
+// the host, then sliced (built weights are synthetic; nothing is read from a checkpoint).
 ModelWeights build_weights(const ModelConfig& config, Backend& backend, DType dtype,
-                           const std::function<void(const WeightSpec& spec, void* dst)>& fill);
+                           const std::function<void(const WeightSpec& spec, void* dst)>& fill,
+                           const TensorParallelShard& shard = {});
 
 // Deterministic random weights in config.dtype for any config: the same config and seed give the
 // same bits on every machine. Norm weights sit near 1, matrices at a scale of 1/sqrt(fan_in).
-ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed = 0);
+// With an active `shard`, rank shard.rank's slices of the same weights (build_weights).
+ModelWeights dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed = 0,
+                           const TensorParallelShard& shard = {});
 
 }  // namespace fg

@@ -83,7 +83,7 @@ GreedyResult generate_greedy(LlamaModel& model, const KvCache& kv, const std::ve
   return result;
 }
 
-std::vector<int32_t> generate_greedy_with_runner(ModelRunner& runner, const KvCache& kv,
+std::vector<int32_t> generate_greedy_with_runner(StepExecutor& runner, const KvCache& kv,
                                                  const std::vector<int32_t>& prompt, int64_t max_tokens,
                                                  int64_t chunk, const std::function<void(int32_t)>& on_token,
                                                  const std::vector<int32_t>& stop_ids) {

@@ -27,12 +27,13 @@ struct GreedyResult {
 GreedyResult generate_greedy(LlamaModel& model, const KvCache& kv, const std::vector<int32_t>& prompt,
                              int64_t max_tokens, bool keep_logits, const std::vector<int32_t>& stop_ids = {});
 
-// The same greedy generation through the full-graph runner: the prompt in chunks of at most
+// The same greedy generation through a step executor (the full-graph runner, or the tensor-parallel
+// one over its ranks): the prompt in chunks of at most
 // `chunk` tokens, then one step per token, each a graph replay where a bucket holds it. Only the
 // sampled ids come back. Uses KV blocks 1, 2, ... of `kv`.
 // `on_token`, when set, sees each token as soon as it is sampled (for streaming), a stop id too.
 // Generation ends early after a token of `stop_ids`, as generate_greedy's does.
-std::vector<int32_t> generate_greedy_with_runner(ModelRunner& runner, const KvCache& kv,
+std::vector<int32_t> generate_greedy_with_runner(StepExecutor& runner, const KvCache& kv,
                                                  const std::vector<int32_t>& prompt, int64_t max_tokens,
                                                  int64_t chunk,
                                                  const std::function<void(int32_t)>& on_token = {},

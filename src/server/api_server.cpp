@@ -90,6 +90,11 @@ bool ApiServer::failed() const {
   return failed_.has_value();
 }
 
+std::optional<std::string> ApiServer::engine_error() const {
+  const Ready* r = ready();
+  return r ? r->service->fatal_error() : std::nullopt;
+}
+
 void ApiServer::cancel_all() {
   if (const Ready* r = ready()) r->service->cancel_all();
 }

@@ -64,6 +64,9 @@ class ApiServer {
   // The model could not be built: /health stays 503 with `message`.
   void set_failed(const std::string& message);
   bool failed() const;
+  // Why the engine stopped stepping after an error (/health answers 503 with it); nullopt while
+  // it runs, or before it is ready.
+  std::optional<std::string> engine_error() const;
   // Ends every request in flight ("abort"): for a drain that ran out of time.
   void cancel_all();
   // Stops the engine's thread. Call after the HTTP side has drained.

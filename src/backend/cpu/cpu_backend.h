@@ -11,9 +11,11 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/communicator.h"
 #include "core/thread_pool.h"
 
 namespace fg {
@@ -26,6 +28,8 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   DType activation_dtype() const override { return DType::kF32; }
   int num_threads() const { return pool_.size(); }
+  // The communicator of the tensor-parallel rank this backend runs (none: a single rank).
+  void set_communicator(std::shared_ptr<Communicator> communicator) { communicator_ = std::move(communicator); }
 
   Allocation allocate(DType dtype, std::initializer_list<int64_t> dims) override;
   void copy_from_host(const Tensor& dst, const void* src) override;
@@ -84,6 +88,14 @@ class CpuBackend final : public Backend {
   void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override {
     dispatch([=, this] { silu_mul_now(gate, up, out); });
   }
+  void all_reduce_sum(const Tensor& x) override {
+    Communicator& c = communicator();
+    dispatch([=, &c] { c.all_reduce_sum(x); });
+  }
+  void all_gather_columns(const Tensor& shard, const Tensor& out) override {
+    Communicator& c = communicator();
+    dispatch([=, &c] { c.all_gather_columns(shard, out); });
+  }
   void gather_rows(const Tensor& x, const Tensor& indices, const Tensor& out) override {
     dispatch([=, this] { gather_rows_now(x, indices, out); });
   }
@@ -109,6 +121,10 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  Communicator& communicator() const {
+    FG_CHECK(communicator_ != nullptr, "the cpu backend runs a single rank: it has no tensor-parallel communicator");
+    return *communicator_;
+  }
   // Runs `op` now, or appends it to the graph being captured.
   void dispatch(std::function<void()> op);
 
@@ -137,6 +153,7 @@ class CpuBackend final : public Backend {
                             const PenaltyTensors& penalties, const LogprobTensors& out);
 
   ThreadPool pool_;
+  std::shared_ptr<Communicator> communicator_;
   PaddingContract contract_;  // the defaults of DESIGN.md: the CPU attention needs nothing more
   std::vector<std::function<void()>>* recording_ = nullptr;
   std::unique_ptr<std::vector<std::function<void()>>> capture_;
