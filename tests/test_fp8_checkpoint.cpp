@@ -217,6 +217,12 @@ constexpr const char* kFp8 = "tiny-llama-fp8-static";
 
 json& ct_weights(json& j) { return j["quantization_config"]["config_groups"]["group_0"]["weights"]; }
 json& ct_inputs(json& j) { return j["quantization_config"]["config_groups"]["group_0"]["input_activations"]; }
+// A valid KV-cache scheme (as llm-compressor writes it) for a case to break.
+json& kv_scheme(json& j) {
+  json& kv = j["quantization_config"]["kv_cache_scheme"];
+  kv = {{"num_bits", 8}, {"type", "float"}, {"strategy", "tensor"}, {"dynamic", false}, {"symmetric", true}};
+  return kv;
+}
 
 struct RefusedCase {
   const char* what;
@@ -249,9 +255,14 @@ TEST(Fp8Config, EveryUnsupportedSettingIsRefusedNamingIt) {
       {"group inputs", kCt, [](json& j) { ct_inputs(j)["strategy"] = "group"; },
        {"input_activations.strategy", "'group'"}},
       {"int inputs", kCt, [](json& j) { ct_inputs(j)["type"] = "int"; }, {"input_activations.type", "'int'"}},
-      {"kv cache", kCt,
-       [](json& j) { j["quantization_config"]["kv_cache_scheme"] = {{"num_bits", 8}, {"type", "float"}}; },
-       {"quantization_config.kv_cache_scheme", "FP8 KV cache"}},
+      {"kv cache 4 bits", kCt, [](json& j) { kv_scheme(j)["num_bits"] = 4; },
+       {"quantization_config.kv_cache_scheme.num_bits", "4"}},
+      {"kv cache per head", kCt, [](json& j) { kv_scheme(j)["strategy"] = "channel"; },
+       {"quantization_config.kv_cache_scheme.strategy", "'channel'"}},
+      {"kv cache dynamic", kCt, [](json& j) { kv_scheme(j)["dynamic"] = true; },
+       {"quantization_config.kv_cache_scheme.dynamic"}},
+      {"kv cache ints", kCt, [](json& j) { kv_scheme(j)["type"] = "int"; },
+       {"quantization_config.kv_cache_scheme.type", "'int'"}},
       {"packed format", kCt, [](json& j) { j["quantization_config"]["format"] = "pack-quantized"; },
        {"quantization_config.format", "'pack-quantized'"}},
       {"other targets", kCt,
@@ -280,7 +291,7 @@ TEST(Fp8Config, EveryUnsupportedSettingIsRefusedNamingIt) {
       {"fp8 e5m2", kFp8, [](json& j) { j["quantization_config"]["fmt"] = "e5m2"; },
        {"quantization_config.fmt", "'e5m2'"}},
       {"fp8 kv cache", kFp8, [](json& j) { j["quantization_config"]["kv_cache_scheme"] = "fp8"; },
-       {"quantization_config.kv_cache_scheme"}},
+       {"quantization_config.kv_cache_scheme", "'fp8'"}},
   };
   for (const RefusedCase& c : cases) {
     const std::string message = config_refusal(edited(c.fixture, c.edit));

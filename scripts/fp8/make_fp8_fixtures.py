@@ -19,6 +19,10 @@ prompt (the 130-token prompt_3 of the shared reference), run on the dequantized 
   tiny-qwen3-fp8-dynamic     quant_method fp8, activation_scheme dynamic; ignored_layers leaves
                              layer 0's whole self_attn bf16 (a parent-module entry)
   tiny-llama3-rope-ct-weight compressed-tensors weight-only FP8 (input_activations null)
+  tiny-llama-ct-kv-static    tiny-llama-ct-dynamic plus an FP8 KV cache with checkpoint scales
+                             (kv_cache_scheme as llm-compressor writes it): per layer
+                             self_attn.k_scale / v_scale = amax(K) / 448, amax(V) / 448 (after
+                             RoPE) over the calibration prompt; F32 of shape []
 
 The reference is transformers in float32 on the DEQUANTIZED weights (fp8.float() * scale): the
 bf16 model is loaded as float32, each quantized linear's weight is replaced by its dequantized
@@ -26,14 +30,19 @@ weight and, for quantized activations, its forward rounds its input first exactl
 Backend::fp8_round does: s = amax(row) / 448 (dynamic; 1 where that is 0) or input_scale
 (static), x = e4m3(clamp(x / s, -448, 448)).float() * s, then F.linear. Logits of prompt_0..2
 (lengths 1, 7, 33) of the shared reference are stored as prompt_i.input_ids I32 [T] and
-prompt_i.logits F32 [T, V].
+prompt_i.logits F32 [T, V]. With KV-cache scales, the reference's attention also sees every key and
+value as fullgraph's FP8 cache stores them: e4m3(clamp(x / scale, -448, 448)).float() * scale.
 
-Usage: OMP_NUM_THREADS=1 python3 scripts/fp8/make_fp8_fixtures.py  (torch, transformers, safetensors)
+Usage: OMP_NUM_THREADS=1 python3 scripts/fp8/make_fp8_fixtures.py [fixture names; all by default]
+(torch, transformers, safetensors)
 """
+import contextlib
 import copy
+import importlib
 import json
 import pathlib
 import re
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -65,6 +74,12 @@ def ct_config(weight_strategy, inputs, ignore):
     }
 
 
+def with_kv_cache(quant):
+    quant = copy.deepcopy(quant)
+    quant["kv_cache_scheme"] = ct_scheme("tensor", False)
+    return quant
+
+
 # name: (source model, quantization_config, per_channel, activations, scale dtype, scale shape)
 FIXTURES = {
     "tiny-llama-ct-dynamic": ("tiny-llama", ct_config("channel", ct_scheme("token", True), ["lm_head"]),
@@ -80,7 +95,46 @@ FIXTURES = {
                                False, "dynamic", torch.float32, ()),
     "tiny-llama3-rope-ct-weight": ("tiny-llama3-rope", ct_config("channel", None, ["lm_head"]),
                                    True, None, torch.bfloat16, None),
+    "tiny-llama-ct-kv-static": ("tiny-llama", with_kv_cache(ct_config("channel", ct_scheme("token", True), ["lm_head"])),
+                                True, "dynamic", torch.bfloat16, None),
 }
+FAMILIES = {"tiny-llama": "llama", "tiny-llama3-rope": "llama", "tiny-qwen2": "qwen2", "tiny-qwen3": "qwen3"}
+
+
+@contextlib.contextmanager
+def attention_kv(family, transform):
+    """While inside, the family's eager attention sees (k, v) = transform(layer index, k, v): the
+    keys after RoPE and the values, before the heads are repeated for GQA."""
+    module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
+    original = module.eager_attention_forward
+
+    def patched(m, q, k, v, *args, **kwargs):
+        k, v = transform(m.layer_idx, k, v)
+        return original(m, q, k, v, *args, **kwargs)
+
+    module.eager_attention_forward = patched
+    try:
+        yield
+    finally:
+        module.eager_attention_forward = original
+
+
+def through_e4m3(x, scale):
+    return (x / scale).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn).float() * scale
+
+
+def calibrate_kv_scales(model, family, ids):
+    """Per layer, amax(K) / 448 and amax(V) / 448 over the prompt `ids`."""
+    amax = {}
+
+    def observe(layer, k, v):
+        ka, va = amax.get(layer, (torch.tensor(0.0), torch.tensor(0.0)))
+        amax[layer] = (torch.maximum(ka, k.abs().amax()), torch.maximum(va, v.abs().amax()))
+        return k, v
+
+    with attention_kv(family, observe), torch.no_grad():
+        model(ids.long()[None])
+    return {layer: ((k / E4M3_MAX).float(), (v / E4M3_MAX).float()) for layer, (k, v) in amax.items()}
 
 
 def ignored(module, entries):
@@ -147,6 +201,15 @@ def make(name, source, quant, per_channel, activations, scale_dtype, scale_shape
             scale = input_scales.get(n)
             m.forward = lambda x, m=m, scale=scale: F.linear(round_input(x, scale), m.weight, m.bias)
 
+    kv_rounding = contextlib.nullcontext()
+    if quant.get("kv_cache_scheme"):
+        scales = calibrate_kv_scales(model, FAMILIES[source], reference[f"prompt_{CALIBRATION_PROMPT}.input_ids"])
+        for layer, (k_scale, v_scale) in scales.items():
+            tensors[f"model.layers.{layer}.self_attn.k_scale"] = k_scale.reshape(())
+            tensors[f"model.layers.{layer}.self_attn.v_scale"] = v_scale.reshape(())
+        kv_rounding = attention_kv(FAMILIES[source], lambda layer, k, v: (through_e4m3(k, scales[layer][0]),
+                                                                          through_e4m3(v, scales[layer][1])))
+
     out_dir = OUT / name
     out_dir.mkdir(parents=True, exist_ok=True)
     config = json.loads((src / "config.json").read_text())
@@ -155,7 +218,7 @@ def make(name, source, quant, per_channel, activations, scale_dtype, scale_shape
     save_file({k: v.contiguous() for k, v in tensors.items()}, out_dir / "model.safetensors")
 
     ref = {}
-    with torch.no_grad():
+    with kv_rounding, torch.no_grad():
         for i in EVAL_PROMPTS:
             ids = reference[f"prompt_{i}.input_ids"]
             ref[f"prompt_{i}.input_ids"] = ids.to(torch.int32)
@@ -167,8 +230,8 @@ def make(name, source, quant, per_channel, activations, scale_dtype, scale_shape
 
 def main():
     torch.manual_seed(0)
-    for name, spec in FIXTURES.items():
-        make(name, *spec)
+    for name in sys.argv[1:] or FIXTURES:
+        make(name, *FIXTURES[name])
 
 
 if __name__ == "__main__":

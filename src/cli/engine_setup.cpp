@@ -262,7 +262,10 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
   }
   FG_CHECK(num_blocks >= 2, "the KV cache gets {} blocks of {} bytes ({}): too little memory for even one block",
            num_blocks, per_block, sized_by);
-  if (!tensor_parallel) s->kv = allocate_kv_cache(backend, c, num_blocks, o.block_size, kv_dtype);
+  if (!tensor_parallel) {
+    s->kv = allocate_kv_cache(backend, c, num_blocks, o.block_size, kv_dtype);
+    s->model->use_kv_cache_scales(s->kv);
+  }
   log(fmt::format("KV cache: {} blocks of {} tokens ({} tokens, {:.2f} GiB, {}), sized by {}", num_blocks - 1,
                   o.block_size, (num_blocks - 1) * o.block_size, num_blocks * per_block / double(1 << 30),
                   dtype_name(kv_dtype), sized_by));

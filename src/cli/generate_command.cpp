@@ -86,21 +86,28 @@ std::vector<int32_t> prompt_ids(const GenerateOptions& o, const TextSide* text) 
   return text->tokenizer->encode(rendered, /*add_special_tokens=*/false);  // the template wrote them
 }
 
+// The prompt's ids checked against the vocabulary, and the ids that end a text generation: the
+// model's eos ids (none for --prompt-ids output or with --ignore-eos; the sampling defaults do
+// not apply to greedy decoding).
+std::vector<int32_t> checked_stop_ids(const GenerateOptions& o, const ModelSource& files, const ModelConfig& config,
+                                      const std::vector<int32_t>& prompt, bool text) {
+  for (size_t i = 0; i < prompt.size(); ++i)
+    FG_CHECK(prompt[i] < config.vocab_size, "--prompt-ids: id {} at position {} is outside the vocabulary of {}",
+             prompt[i], i, config.vocab_size);
+  return text && !o.ignore_eos
+             ? eos_token_ids(config, read_generation_defaults(files.generation_config_dir, GenerationConfigMode::kVllm))
+             : std::vector<int32_t>{};
+}
+
 // --tensor-parallel-size N > 1: the same greedy generation through the ranks' runners.
 void run_generate_tensor_parallel(const GenerateOptions& o, const ModelSource& files, const std::vector<int32_t>& prompt,
                                   const TextSide* text) {
   FG_CHECK(o.dump_logits.empty(), "--dump-logits runs one eager prefill on one rank; drop --tensor-parallel-size");
   const TensorParallelModel model = tensor_parallel_model(o.engine, files);
   const ModelConfig& config = model.config;
-  for (size_t i = 0; i < prompt.size(); ++i)
-    FG_CHECK(prompt[i] < config.vocab_size, "--prompt-ids: id {} at position {} is outside the vocabulary of {}",
-             prompt[i], i, config.vocab_size);
+  const std::vector<int32_t> stop_ids = checked_stop_ids(o, files, config, prompt, text != nullptr);
   FG_CHECK(o.engine.block_size >= 1 && o.engine.max_num_batched_tokens >= 1,
            "--block-size and --max-num-batched-tokens must be positive");
-  const std::vector<int32_t> stop_ids =
-      text && !o.ignore_eos
-          ? eos_token_ids(config, read_generation_defaults(files.generation_config_dir, GenerationConfigMode::kVllm))
-          : std::vector<int32_t>{};
   const auto is_stop = [&](int32_t id) { return std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end(); };
   const int64_t T = static_cast<int64_t>(prompt.size());
   const int64_t step_tokens = std::min(T, o.engine.max_num_batched_tokens);
@@ -164,16 +171,8 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
     log::info("weights: {} in the checkpoint, converted to BF16 for the {} backend",
                dtype_name(*loaded.weights.converted_from), backend.name());
   const ModelConfig config = loaded.config;
-  for (size_t i = 0; i < prompt.size(); ++i)
-    FG_CHECK(prompt[i] < config.vocab_size, "--prompt-ids: id {} at position {} is outside the vocabulary of {}",
-             prompt[i], i, config.vocab_size);
+  const std::vector<int32_t> stop_ids = checked_stop_ids(o, files, config, prompt, text_mode);
   FG_CHECK(o.engine.block_size >= 1, "--block-size must be positive");
-
-  // Only the eos ids are read here: the sampling defaults do not apply to greedy decoding.
-  const std::vector<int32_t> stop_ids =
-      text_mode && !o.ignore_eos
-          ? eos_token_ids(config, read_generation_defaults(files.generation_config_dir, GenerationConfigMode::kVllm))
-          : std::vector<int32_t>{};
   const auto is_stop = [&](int32_t id) { return std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end(); };
 
   const int64_t T = static_cast<int64_t>(prompt.size());
@@ -191,6 +190,7 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   }
   LlamaModel model(config, std::move(loaded.weights), backend, step_tokens, keep_logits ? T : 1);
   KvCache kv = allocate_kv_cache(backend, config, blocks, o.engine.block_size, kv_cache_dtype(o.engine, backend));
+  model.use_kv_cache_scales(kv);
 
   GreedyResult result;
   std::string mode = "eager, all prompt logits";

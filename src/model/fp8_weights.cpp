@@ -103,6 +103,23 @@ Fp8Linear read_fp8_linear(const Checkpoint& checkpoint, const WeightSpec& spec, 
   return out;
 }
 
+std::vector<std::string> read_kv_cache_scales(const Checkpoint& checkpoint, int64_t layer, LayerWeights& out) {
+  std::vector<std::string> names;
+  for (auto [which, slot] : {std::pair{"k_scale", &out.k_cache_scale}, {"v_scale", &out.v_cache_scale}}) {
+    const std::string name = fmt::format("model.layers.{}.self_attn.{}", layer, which);
+    const Tensor t = required(checkpoint, name, "the KV-cache scales quantization_config's kv_cache_scheme asks for");
+    FG_CHECK(is_scalar(t), "{}: tensor '{}' has shape {}; a KV-cache scale is [] or [1]", checkpoint.dir(), name,
+             shape_string(t));
+    const float value = scale_values(checkpoint, name, t)[0];
+    FG_CHECK(value > 0.0f && std::isfinite(value),
+             "{}: tensor '{}' is {}; a KV-cache scale divides the keys or values, so it must be positive", checkpoint.dir(),
+             name, value);
+    *slot = value;
+    names.push_back(name);
+  }
+  return names;
+}
+
 HostBuffer dequantize_fp8_linear(const Fp8Linear& linear, int64_t rows, int64_t cols, ThreadPool& pool) {
   HostBuffer out(static_cast<size_t>(rows * cols) * sizeof(float));
   auto* dst = reinterpret_cast<float*>(out.data());

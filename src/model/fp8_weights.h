@@ -38,4 +38,9 @@ Fp8Linear read_fp8_linear(const Checkpoint& checkpoint, const WeightSpec& spec, 
 // The weight of `linear` [rows, cols] dequantized, e4m3 * scale, as F32.
 HostBuffer dequantize_fp8_linear(const Fp8Linear& linear, int64_t rows, int64_t cols, ThreadPool& pool);
 
+// Layer `layer`'s KV-cache scales (quantization_config kv_cache_scheme): the scalars
+// model.layers.L.self_attn.k_scale and .v_scale, as llm-compressor and vLLM name them; each
+// positive. Sets the layer's k_cache_scale and v_cache_scale; returns the names read.
+std::vector<std::string> read_kv_cache_scales(const Checkpoint& checkpoint, int64_t layer, LayerWeights& out);
+
 }  // namespace fg

@@ -82,6 +82,16 @@ void LlamaModel::row_parallel_residual_add(const Tensor& x, const Tensor& weight
   backend_.add(residual, proj_out);
 }
 
+void LlamaModel::use_kv_cache_scales(KvCache& kv) const {
+  FG_CHECK(kv.layers.size() == weights_.layers.size(), "a KV cache of {} layers for a model of {}", kv.layers.size(),
+           weights_.layers.size());
+  for (size_t l = 0; l < kv.layers.size(); ++l) {
+    if (kv.layers[l].k.dtype != DType::kF8E4M3) continue;
+    kv.layers[l].k_scale = weights_.layers[l].k_cache_scale;
+    kv.layers[l].v_scale = weights_.layers[l].v_cache_scale;
+  }
+}
+
 void LlamaModel::fill_activations(uint8_t byte) {
   for (const Allocation* a : {&residual_, &normed_, &q_, &k_, &v_, &attn_out_, &proj_out_, &span_, &mlp_act_,
                               &fp8_values_, &fp8_scales_, &selected_, &selected_normed_, &logits_, &shard_logits_}) {

@@ -35,6 +35,10 @@ class LlamaModel {
 
   int tensor_parallel_size() const { return tensor_parallel_size_; }
 
+  // Gives an FP8 cache the weights' per-layer k/v scales (LayerWeights::k_cache_scale, the
+  // checkpoint's or 1.0); a cache of any other dtype keeps none. Call once, before the first step.
+  void use_kv_cache_scales(KvCache& kv) const;
+
   // Rows [0, rows) of the logits buffer as the last forward() left them.
   Tensor logits(int64_t rows) const { return logits_.tensor.rows(0, rows); }
   // Overwrites every activation buffer with `byte` (tests poison them so that a kernel reading a

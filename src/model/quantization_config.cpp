@@ -95,6 +95,33 @@ void parse_scheme(const JsonView& args, Role role, QuantizationConfig& out) {
   }
 }
 
+// A compressed-tensors QuantizationArgs for the KV cache: fp8 (8-bit float), one static scale
+// per layer for keys and one for values, as llm-compressor writes them. Returns true (the
+// checkpoint's scales are to be read).
+bool parse_kv_cache_scheme(const JsonView& kv) {
+  kv.require_object();
+  kv.allow_only({"num_bits", "type", "strategy", "dynamic", "symmetric", "group_size", "block_structure", "actorder",
+                 "observer", "observer_kwargs", "strategy_kwargs"});
+  const JsonView bits = kv.required_non_null("num_bits");
+  if (bits.as_int() != 8) bits.fail("{} is not supported (an FP8 KV cache: 8)", bits.describe());
+  const JsonView type = kv.required_non_null("type");
+  if (type.as_string() != "float") type.fail("'{}' is not supported (an FP8 KV cache: float)", type.as_string());
+  const JsonView strategy = kv.required_non_null("strategy");
+  if (strategy.as_string() != "tensor") {
+    strategy.fail("'{}' is not supported (one scale per layer for keys and one for values: tensor)",
+                  strategy.as_string());
+  }
+  if (const std::optional<JsonView> dynamic = kv.get_non_null("dynamic"); dynamic && dynamic->as_bool()) {
+    dynamic->fail("{} is not supported (the scales come from the checkpoint: false)", dynamic->describe());
+  }
+  if (const std::optional<JsonView> symmetric = kv.get_non_null("symmetric"); symmetric && !symmetric->as_bool()) {
+    symmetric->fail("{} is not supported (e4m3 with a scale and no zero point: true)", symmetric->describe());
+  }
+  refuse_present(kv, "group_size", "group-wise scales");
+  refuse_present(kv, "block_structure", "block-wise scales");
+  return true;
+}
+
 void parse_compressed_tensors(const JsonView& q, QuantizationConfig& out) {
   q.allow_only({"quant_method", "format", "config_groups", "ignore", "kv_cache_scheme", "sparsity_config",
                 "transform_config", "quantization_status", "global_compression_ratio", "version", "provider"});
@@ -102,7 +129,7 @@ void parse_compressed_tensors(const JsonView& q, QuantizationConfig& out) {
   if (format.as_string() != "float-quantized" && format.as_string() != "naive-quantized") {
     format.fail("'{}' is not supported (supported: float-quantized, naive-quantized)", format.as_string());
   }
-  refuse_present(q, "kv_cache_scheme", "an FP8 KV cache with checkpoint k/v scales");
+  if (const std::optional<JsonView> kv = q.get_non_null("kv_cache_scheme")) out.kv_cache_scales = parse_kv_cache_scheme(*kv);
   refuse_non_empty(q, "sparsity_config", "sparse weights");
   refuse_non_empty(q, "transform_config", "rotated weights");
 
@@ -139,7 +166,14 @@ void parse_fp8(const JsonView& q, QuantizationConfig& out) {
     fmt->fail("'{}' is not supported (supported: e4m3)", fmt->as_string());
   }
   refuse_present(q, "weight_block_size", "block-wise weight scales");
-  refuse_present(q, "kv_cache_scheme", "an FP8 KV cache with checkpoint k/v scales");
+  if (const std::optional<JsonView> kv = q.get_non_null("kv_cache_scheme")) {
+    if (kv->raw().is_string()) {
+      if (kv->as_string() != "static") kv->fail("'{}' is not supported (supported: static, per-layer k/v scales in the checkpoint)", kv->as_string());
+      out.kv_cache_scales = true;
+    } else {
+      out.kv_cache_scales = parse_kv_cache_scheme(*kv);
+    }
+  }
   // vLLM's default when the key is absent.
   const std::optional<JsonView> scheme = q.get_non_null("activation_scheme");
   const std::string name = scheme ? scheme->as_string() : "dynamic";

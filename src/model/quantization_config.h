@@ -36,6 +36,9 @@ struct QuantizationConfig {
   // --quantization fp8: the checkpoint's float linears are quantized as they load (a scale per
   // output channel, inputs rounded with a scale per token), not read as FP8.
   bool quantize_at_load = false;
+  // kv_cache_scheme: the checkpoint holds per-layer k/v scales for an FP8 KV cache
+  // (model.layers.L.self_attn.k_scale / v_scale), used with --kv-cache-dtype fp8.
+  bool kv_cache_scales = false;
 
   // Whether the linear called `module` (e.g. "model.layers.3.self_attn.q_proj") is quantized.
   bool quantizes(const std::string& module) const;

@@ -409,6 +409,12 @@ ModelWeights load_weights(const ModelConfig& config, std::shared_ptr<const Check
     if (!pool) pool.emplace();
     if (place_converted(placement, backend, w, config, spec, t.data, t.dtype, *pool)) w.converted_from = t.dtype;
   }
+  if (config.quantization && config.quantization->kv_cache_scales) {
+    for (int64_t l = 0; l < config.num_layers; ++l) {
+      const std::vector<std::string> read = read_kv_cache_scales(checkpoint, l, w.layers[static_cast<size_t>(l)]);
+      expected.insert(read.begin(), read.end());
+    }
+  }
   for (const std::string& name : checkpoint.names()) {
     if (expected.count(name) || ignorable(name)) continue;
     if (name == "lm_head.weight" && config.tie_word_embeddings) continue;  // tied: the embedding is used

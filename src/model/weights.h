@@ -44,6 +44,9 @@ struct LayerWeights {
   // or not at all, and so are gate/up (the loader dequantizes a group's FP8 members otherwise).
   Tensor q_scale, k_scale, v_scale, o_scale, gate_scale, up_scale, down_scale;
   LinearInput q_in, k_in, v_in, o_in, gate_in, up_in, down_in;
+  // An FP8 KV cache's scales for this layer (KvCacheLayer): the checkpoint's when its
+  // quantization_config has kv_cache_scheme, else 1.0, as vLLM defaults them.
+  float k_cache_scale = 1.0f, v_cache_scale = 1.0f;
 
   bool qkv_fp8() const { return q_proj.dtype == DType::kF8E4M3; }
   bool o_fp8() const { return o_proj.dtype == DType::kF8E4M3; }
