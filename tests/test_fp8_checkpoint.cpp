@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <numeric>
 
 #include "backend/cpu/cpu_backend.h"
@@ -298,6 +299,20 @@ TEST(Fp8Config, EveryUnsupportedSettingIsRefusedNamingIt) {
     EXPECT_MENTIONS(message, "config.json") << c.what;
     for (const std::string& part : c.mentions) EXPECT_MENTIONS(message, part) << c.what;
   }
+}
+
+// kv_cache_scheme in either spelling asks for the checkpoint's per-layer k/v scales.
+TEST(Fp8Config, KvCacheSchemeAsksForCheckpointScales) {
+  for (const auto& [fixture, edit] : std::vector<std::pair<const char*, std::function<void(json&)>>>{
+           {kCt, [](json& j) { kv_scheme(j); }},
+           {kFp8, [](json& j) { j["quantization_config"]["kv_cache_scheme"] = "static"; }}}) {
+    test::TempDirPath dir("fg_fp8_kv_config");
+    std::ofstream(dir / "config.json") << edited(fixture, edit).dump(2);
+    const ModelConfig parsed = load_model_config(dir / "config.json");
+    ASSERT_TRUE(parsed.quantization) << fixture;
+    EXPECT_TRUE(parsed.quantization->kv_cache_scales) << fixture;
+  }
+  EXPECT_FALSE(load_model_config((fp8_fixture(kCt) / "config.json").string()).quantization->kv_cache_scales);
 }
 
 TEST(Fp8Config, CompressionConfigIsTheOlderSpelling) {
