@@ -99,6 +99,18 @@ std::vector<int32_t> checked_stop_ids(const GenerateOptions& o, const ModelSourc
              : std::vector<int32_t>{};
 }
 
+// The runner of one prompt's steps of up to `step_tokens` tokens, with the engine flags' graph
+// settings.
+RunnerOptions one_prompt_runner_options(const GenerateOptions& o, int64_t step_tokens) {
+  RunnerOptions ro;
+  ro.max_num_tokens = step_tokens;
+  ro.max_num_seqs = 1;
+  ro.enforce_eager = o.engine.enforce_eager;
+  ro.check_graph_inputs = o.engine.check_graph_inputs;
+  if (!o.engine.cuda_graph_sizes.empty()) ro.capture_sizes = parse_capture_sizes(o.engine.cuda_graph_sizes, step_tokens);
+  return ro;
+}
+
 // --tensor-parallel-size N > 1: the same greedy generation through the ranks' runners.
 void run_generate_tensor_parallel(const GenerateOptions& o, const ModelSource& files, const std::vector<int32_t>& prompt,
                                   const TextSide* text) {
@@ -112,12 +124,7 @@ void run_generate_tensor_parallel(const GenerateOptions& o, const ModelSource& f
   const int64_t T = static_cast<int64_t>(prompt.size());
   const int64_t step_tokens = std::min(T, o.engine.max_num_batched_tokens);
   const int64_t blocks = (T + o.max_tokens + o.engine.block_size - 1) / o.engine.block_size + 1;
-  RunnerOptions ro;
-  ro.max_num_tokens = step_tokens;
-  ro.max_num_seqs = 1;
-  ro.enforce_eager = o.engine.enforce_eager;
-  ro.check_graph_inputs = o.engine.check_graph_inputs;
-  if (!o.engine.cuda_graph_sizes.empty()) ro.capture_sizes = parse_capture_sizes(o.engine.cuda_graph_sizes, step_tokens);
+  const RunnerOptions ro = one_prompt_runner_options(o, step_tokens);
   const DType kv_dtype = kv_cache_dtype(o.engine, CpuBackend(1));
   auto runner = build_tensor_parallel_runner(o.engine, model, blocks, kv_dtype, ro, log::info_line);
 
@@ -196,13 +203,7 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
   std::string mode = "eager, all prompt logits";
   std::unique_ptr<ModelRunner> runner;
   if (!keep_logits) {
-    RunnerOptions ro;
-    ro.max_num_tokens = step_tokens;
-    ro.max_num_seqs = 1;
-    ro.enforce_eager = o.engine.enforce_eager;
-    ro.check_graph_inputs = o.engine.check_graph_inputs;
-    if (!o.engine.cuda_graph_sizes.empty()) ro.capture_sizes = parse_capture_sizes(o.engine.cuda_graph_sizes, step_tokens);
-    runner = std::make_unique<ModelRunner>(model, kv, ro);
+    runner = std::make_unique<ModelRunner>(model, kv, one_prompt_runner_options(o, step_tokens));
     runner->capture_graphs();
   }
   const auto start = std::chrono::steady_clock::now();
