@@ -34,7 +34,7 @@ struct CpuCommunicatorGroup::State {
   std::vector<bool> arrived;   // [size]: which ranks are in the current barrier
   std::optional<std::string> failed;  // the first failure, once there is one
   std::vector<Published> published;   // [size], written by each rank before the first barrier
-  std::vector<std::vector<float>> scratch;  // [size]: each rank's result before it is written back
+  std::vector<std::vector<float>> scratch;  // [size]: rank r's slice of an all-reduce's sums
 
   // Under the lock: the first failure wins; everyone waiting wakes.
   void fail_locked(const std::string& what) {
@@ -104,17 +104,23 @@ class CpuRankCommunicator final : public Communicator {
     s.published[rank_] = {x.as<const float>(), x.rank == 0 ? 1 : x.dim(0), x.row_numel()};
     s.barrier(rank_);
     s.check_shapes(rank_, "all_reduce_sum");
+    // Each rank sums its own slice of the elements, then every rank copies every slice: the sums
+    // are done once, not once per rank. Rank order, one element at a time: ((x0 + x1) + x2) + ...,
+    // so every element has the same bits whichever rank sums it.
     const int64_t count = x.numel();
+    const auto slice_begin = [&](int r) { return count * r / s.size; };
+    const int64_t begin = slice_begin(rank_), end = slice_begin(rank_ + 1);
     std::vector<float>& sum = s.scratch[rank_];
-    sum.resize(static_cast<size_t>(count));
-    // Rank order, one element at a time: ((x0 + x1) + x2) + ... on every rank alike.
-    std::memcpy(sum.data(), s.published[0].data, static_cast<size_t>(count) * sizeof(float));
+    sum.assign(s.published[0].data + begin, s.published[0].data + end);
     for (int r = 1; r < s.size; ++r) {
-      const float* add = s.published[r].data;
-      for (int64_t i = 0; i < count; ++i) sum[i] += add[i];
+      const float* add = s.published[r].data + begin;
+      for (int64_t i = 0; i < end - begin; ++i) sum[i] += add[i];
     }
-    s.barrier(rank_);  // every rank has read every x
-    std::memcpy(x.data, sum.data(), static_cast<size_t>(count) * sizeof(float));
+    s.barrier(rank_);  // every slice summed, so no rank reads an x any more
+    // The slices are read before any rank can publish again: its next collective's first barrier
+    // waits for every rank to finish here.
+    for (int r = 0; r < s.size; ++r)
+      std::memcpy(x.as<float>() + slice_begin(r), s.scratch[r].data(), s.scratch[r].size() * sizeof(float));
   }
 
   void all_gather_columns(const Tensor& shard, const Tensor& out) override {
