@@ -5,14 +5,14 @@
 // One block per row. The row's scale needs its max, so every kernel makes two passes over its
 // row: the max, then the quantization. The max is exact whatever the order of its reduction, so
 // the scale's bits depend on the row's values alone. The arithmetic is CpuBackend's fp8_round
-// (cpu_fp8.cpp) step for step: s = max|v| / 448 in IEEE fp32 (1 where that is 0), q = v / s in
-// IEEE fp32 clamped to ±448 (which also sends NaN to -448, as std::fmax does there), then rounded
-// to nearest even by the hardware conversion (cvt.rn.satfinite.e4m3x2.f32).
+// (cpu_fp8.cpp) step for step: s = max|v| / 448 in IEEE fp32 (1 where that is 0), then each value
+// rounded as e4m3_vec.cuh rounds it.
 #include <cuda_fp8.h>
 
 #include <algorithm>
 
 #include "backend/cuda/bf16_vec.cuh"
+#include "backend/cuda/e4m3_vec.cuh"
 #include "backend/cuda/fp8_kernels.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/pdl.cuh"
@@ -20,8 +20,6 @@
 namespace fg::cuda {
 
 namespace {
-
-constexpr float kE4M3Largest = 448.0f;  // fg::kE4M3Max (core/dtype.h is host-only: fmt)
 
 // Must match norm_kernels.cu: the fused norm reproduces rms_norm_kernel's thread layout, since the
 // order of its sum of squares (and so inv_rms, and every normed bit) follows from that layout.
@@ -52,22 +50,6 @@ __device__ __forceinline__ float row_scale(float amax, float static_scale) {
   if (static_scale > 0.0f) return static_scale;
   const float s = __fdiv_rn(amax, kE4M3Largest);
   return s == 0.0f ? 1.0f : s;
-}
-
-__device__ __forceinline__ float scaled(float v, float s) {
-  return fminf(fmaxf(__fdiv_rn(v, s), -kE4M3Largest), kE4M3Largest);
-}
-
-// Four values to four e4m3 bytes, element 0 in the lowest byte (memory order). The conversion
-// puts its float2's .x in the low byte.
-__device__ __forceinline__ uint32_t quantize4(float a, float b, float c, float d, float s) {
-  const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(scaled(a, s), scaled(b, s)), __NV_SATFINITE, __NV_E4M3);
-  const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(scaled(c, s), scaled(d, s)), __NV_SATFINITE, __NV_E4M3);
-  return lo | (hi << 16);
-}
-
-__device__ __forceinline__ uint2 quantize8(const float (&v)[8], float s) {
-  return make_uint2(quantize4(v[0], v[1], v[2], v[3], s), quantize4(v[4], v[5], v[6], v[7], s));
 }
 
 // Where a row's 16-value chunks come from: bf16 rows as they are.
