@@ -63,7 +63,7 @@ void add_engine_options(CLI::App& cmd, EngineSetupOptions& o) {
       ->check(CLI::IsMember({"fp8"}));
   cmd.add_option("--kv-cache-dtype", o.kv_cache_dtype,
                  "auto (the activation dtype) | bf16 | fp8 (e4m3, one byte per element: twice the tokens in the same "
-                 "memory; scales 1.0; the CPU backend only, for now)")
+                 "memory; per-layer scales from the checkpoint's kv_cache_scheme, else 1.0)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "bf16", "fp8"}));
   cmd.add_option("--device", o.device, "cpu | cuda")->capture_default_str();
