@@ -25,6 +25,7 @@
 #include "core/cuda/device_info.h"
 #include "core/dtype.h"
 #include "gpu/gpu_test_support.h"
+#include "gpu/late_copy_kernels.h"
 
 namespace fg {
 namespace {
@@ -474,6 +475,45 @@ TEST_F(Fp8Kernels, SmallNLinearSplitOutputsAndAddToOutput) {
         EXPECT_EQ(check.failures, 0) << what;
         EXPECT_EQ(stray, 0) << what << ": outputs written for token rows >= n";
       }
+  }
+}
+
+// Under PDL the linear starts while the kernel before it still writes its token rows: launched just
+// after a copy that lets it start at once and lands the rows (and their scales) 100 us later, it
+// must still compute from the copied rows, not from what the buffers held before (e4m3 NaN, which
+// turns every output it reaches into NaN). The model's shapes: hidden 512 (two warps per block)
+// and the 8B's o_proj input of 4096 (sixteen); both tile counts (n <= 8 and n > 8).
+TEST_F(Fp8Kernels, SmallNLinearReadsTokenRowsAfterThePdlWait) {
+  for (const LinearShape s : {LinearShape{768, 512}, LinearShape{256, 4096}}) {
+    const LinearCase c = make_linear_case(rng_, s.out_features, s.in);
+    for (const int64_t n : {int64_t{8}, int64_t{9}, int64_t{16}}) {
+      DeviceBuffer x = gpu_test::device_alloc(DType::kF8E4M3, {16, s.in});
+      DeviceBuffer x_scales = gpu_test::device_alloc(DType::kF32, {16});
+      gpu_test::upload(x.tensor, std::vector<uint8_t>(static_cast<size_t>(16 * s.in), kPoisonByte));
+      gpu_test::upload(x_scales.tensor, std::vector<float>(16, NAN));
+      DeviceBuffer out = gpu_test::device_alloc(DType::kBF16, {16, s.out_features});
+      gpu_test::poison(out.tensor);
+      FG_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads ran on the legacy stream
+      constexpr int64_t kDelayNs = 100'000;
+      gpu_test::launch_late_copy(x.tensor.data, c.dx.tensor.data, 16 * s.in, kDelayNs, stream_);
+      gpu_test::launch_late_copy(x_scales.tensor.data, c.dx_scales.tensor.data, 16 * sizeof(float), 0, stream_);
+      cuda::launch_fp8_small_n_linear(static_cast<const uint8_t*>(x.tensor.data),
+                                      static_cast<const float*>(x_scales.tensor.data),
+                                      static_cast<const uint8_t*>(c.dw.tensor.data),
+                                      static_cast<const float*>(c.dw_scales.tensor.data), bf16_ptr(c.dbias),
+                                      LinearOutputs::whole(out.tensor.data, s.out_features), n, c.in, c.out_features,
+                                      sm_count_, stream_);
+      FG_CUDA_CHECK(cudaGetLastError());
+      FG_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      const std::vector<uint16_t> got = gpu_test::download<uint16_t>(out.tensor);
+      const std::string what = std::to_string(s.out_features) + " x " + std::to_string(s.in) + ", n " +
+                               std::to_string(n) + ", rows written late";
+      OutputCheck check;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < s.out_features; ++j)
+          check.check(c, true, i, j, got[static_cast<size_t>(i * s.out_features + j)], NAN, what);
+      EXPECT_EQ(check.failures, 0) << what;
+    }
   }
 }
 

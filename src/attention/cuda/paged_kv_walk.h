@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "attention/cuda/flash_attention_mma.h"
+#include "core/cuda/pdl.cuh"
 
 namespace fg::attn {
 
@@ -123,8 +124,9 @@ struct PagedKvLoader {
       const uint32_t dst = swizzle<HD>(row, chunk);
       if constexpr (kFp8) {
         const uint2 zero = make_uint2(0, 0);
-        const uint2 k8 = valid ? __ldg(reinterpret_cast<const uint2*>(k_head + offset)) : zero;
-        const uint2 v8 = valid ? __ldg(reinterpret_cast<const uint2*>(v_head + offset)) : zero;
+        // Coherent loads: the written rows are read after the wait (pdl.cuh).
+        const uint2 k8 = valid ? fg::cuda::load_written_8(k_head + offset) : zero;
+        const uint2 v8 = valid ? fg::cuda::load_written_8(v_head + offset) : zero;
         st_shared_16(sk + dst, e4m3x8_to_bf16x8(k8));
         st_shared_16(sv + dst, e4m3x8_to_bf16x8(v8));
       } else {

@@ -58,8 +58,8 @@ __device__ __forceinline__ uint4 load_weights(const uint8_t* p) {
 
 __device__ __forceinline__ void prefetch_l2(const uint8_t* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
-// Token rows are written by the previous kernel: a plain (coherent) load, cached in L1.
-__device__ __forceinline__ uint4 load_tokens(const uint8_t* p) { return *reinterpret_cast<const uint4*>(p); }
+// Token rows are written by the previous kernel: a coherent load after the wait (pdl.cuh).
+__device__ __forceinline__ uint4 load_tokens(const uint8_t* p) { return load_written_16(p); }
 
 // Two e4m3 (the low and high byte of v) to two f16 (low and high half), exactly: every e4m3
 // value is an f16. The weights go through the hardware conversion ...
@@ -122,7 +122,7 @@ __device__ __forceinline__ void weight_fragments(const uint4& lo, const uint4& h
 // [warp][tile][accumulator][lane] fp32.
 template <int kTiles>
 __global__ void __launch_bounds__(kMaxWarps * 32, 1)
-    fp8_small_n_linear_kernel(const uint8_t* __restrict__ x, const float* __restrict__ x_scales,
+    fp8_small_n_linear_kernel(const uint8_t* x, const float* x_scales,
                               const uint8_t* __restrict__ w, const float* __restrict__ w_scales,
                               const __nv_bfloat16* __restrict__ bias, const LinearOutputs out, int n, int in,
                               int out_features) {

@@ -59,7 +59,9 @@ __device__ __forceinline__ uint4 load_weights(const bf16* p) {
 // Asks L2 for the 128-byte line holding p; no register waits on it.
 __device__ __forceinline__ void prefetch_l2(const bf16* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
-__device__ __forceinline__ uint4 load_tokens(const bf16* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+// Token rows are written by the previous kernel: a coherent load after the wait (pdl.cuh). (The
+// norm weight, which no kernel writes, takes the same path: it is read beside the rows.)
+__device__ __forceinline__ uint4 load_tokens(const bf16* p) { return load_written_16(p); }
 
 // 16-byte asynchronous copy global -> shared that bypasses L1 (weights are read once).
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {

@@ -6,6 +6,14 @@
 // anything the previous kernel writes, or writes anything it reads. Without the attribute both are
 // no-ops, so a kernel may call them whichever way it is launched.
 //
+// What an earlier kernel writes is read with coherent loads (load_written_16 / _8 below, or
+// plain loads through pointers that are not `const __restrict__`), never ld.global.nc (__ldg, or
+// what the compiler emits for `const T* __restrict__`): the PTX contract of a non-coherent load is
+// data that no one writes while the grid runs, and ptxas acts on it, scheduling such loads ahead
+// of griddepcontrol.wait. It did so in fp8_small_n_linear's two-tile kernel, which then read
+// token rows the quantizer had not yet written. scripts/cuda/pdl_load_audit.py lists, from the
+// SASS, every load a kernel may issue before its wait.
+//
 // The wait covers the previous grid only. So that the chain stays ordered (a kernel may read what
 // a grid two back wrote), every block of a kernel launched with PDL waits before it exits, early
 // exits included: then a grid's completion implies its predecessor's. The decode chain's kernels
@@ -44,5 +52,22 @@ __device__ __forceinline__ void wait_for_prerequisite_grids() { asm volatile("gr
 // Lets this grid's PDL dependents launch (they take SM room only as this grid's blocks leave, and
 // their own wait still orders them after this grid's completion).
 __device__ __forceinline__ void allow_dependent_grids() { asm volatile("griddepcontrol.launch_dependents;"); }
+
+// 16 and 8 bytes of what an earlier kernel of the chain wrote, after the wait: ld.global (cached
+// in L1, coherent), which ptxas keeps behind griddepcontrol.wait. The "memory" clobber keeps the
+// compiler from moving it there either.
+__device__ __forceinline__ uint4 load_written_16(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ uint2 load_written_8(const void* p) {
+  uint2 v;
+  asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p) : "memory");
+  return v;
+}
 
 }  // namespace fg::cuda
