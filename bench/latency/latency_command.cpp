@@ -19,6 +19,7 @@
 #include "bench/common/clock.h"
 #include "bench/common/number_list.h"
 #include "bench/common/stats.h"
+#include "cli/engine_setup.h"
 #include "bench/latency/constrained_requests.h"
 #include "core/progress_bar.h"
 #include "model/model_loader.h"
@@ -35,6 +36,7 @@ struct BenchOptions {
   std::string model_dir, shape = "llama-3.2-1b", device = "cpu", attention = "auto", output_json;
   std::string json_schema, tokenizer;  // every decode request constrained by this schema
   std::string quantization;            // "" | fp8: the linears quantized at load (--quantization)
+  std::string kv_cache_dtype = "auto";  // --kv-cache-dtype (engine_setup.h's kv_cache_dtype; dummy weights: scales 1.0)
   int grammar_threads = 1;             // the mask-filling pool (the engine's default)
   std::string batch_sizes = "1,8,64,256";
   int64_t context = 512, prefill_chunk = 256, steps = 20, warmup = 3, block_size = 16;
@@ -149,6 +151,7 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
     gpu.set_attention(*backend, o.attention,
                       attention_limits(config, max_tokens, max_batch + 1, context_tokens, o.block_size));
   }
+  const DType kv_dtype = cli::kv_cache_dtype(o.kv_cache_dtype, *backend);
   RunnerOptions ro;
   ro.max_num_tokens = max_tokens;
   ro.max_num_seqs = max_batch + 1;
@@ -161,7 +164,7 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
     tp.threads_per_rank = o.threads > 0 ? std::max(1, o.threads / tp.size) : 0;
     tp.num_kv_blocks = num_blocks;
     tp.block_size = o.block_size;
-    tp.kv_dtype = backend->activation_dtype();
+    tp.kv_dtype = kv_dtype;
     const auto load = [&config](Backend& b, const TensorParallelShard& shard) { return dummy_weights(config, b, 0, shard); };
     TensorParallelRunner runner(config, load, tp, ro);
     capture_with_progress(runner);
@@ -170,7 +173,7 @@ void run_bench_latency(const BenchOptions& o, const GpuBackendFactory& gpu) {
   }
   ModelWeights weights = dummy_weights(config, *backend);
   LlamaModel model(config, weights, *backend, max_tokens, max_batch + 1);
-  KvCache kv = allocate_kv_cache(*backend, config, num_blocks, o.block_size, backend->activation_dtype());
+  KvCache kv = allocate_kv_cache(*backend, config, num_blocks, o.block_size, kv_dtype);
   ModelRunner runner(model, kv, ro);
   capture_with_progress(runner);
   measure(runner, o, config, source, backend_name, max_tokens, num_blocks);
@@ -264,6 +267,9 @@ void add_latency_command(CLI::App& bench, GpuBackendFactory gpu) {
   cmd->add_option("--quantization,-q", o->quantization,
                  "fp8: the q/k/v/o and gate/up/down projections in FP8, quantized at load (as serve's --quantization)")
       ->check(CLI::IsMember({"fp8"}));
+  cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype,
+                  "auto | bf16 | fp8: the KV cache's element type (fp8: e4m3 with scales 1.0, dummy weights)")
+      ->capture_default_str();
   cmd->add_option("--device", o->device, "cpu | cuda")->capture_default_str();
   cmd->add_option("--attention", o->attention, "GPU attention backend: auto | flash | split_kv")->capture_default_str();
   cmd->add_option("--batch-sizes", o->batch_sizes, "Decode batch sizes")->capture_default_str();

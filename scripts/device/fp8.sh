@@ -6,7 +6,7 @@
 # `bench kernels` beside the BF16 decode step; latency: bench latency of the 1B and 8B shapes, BF16
 # and FP8; 70b: the llama-3.1-70b shape in FP8 (bench latency at batch 1 and 8); throughput: 1000
 # prompts of 1024 in / 128 out on the 8B shape, BF16 then FP8; serve70b: the 70B shape in FP8
-# behind `serve`, `bench serve` at 4 requests/s.
+# behind `serve`, `bench serve` at 4 requests/s. KV_DTYPE=fp8 gives the 70B steps an FP8 KV cache.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 D="$PWD/.device"
@@ -46,8 +46,9 @@ for what in "$@"; do
         done
       done ;;
     70b)
-      echo "== llama-3.1-70b, FP8 linears quantized at load"
+      echo "== llama-3.1-70b, FP8 linears quantized at load, KV cache ${KV_DTYPE:-auto}"
       "$D/fullgraph" bench latency --device cuda --shape llama-3.1-70b --quantization fp8 --batch-sizes 1,8 \
+        ${KV_DTYPE:+--kv-cache-dtype $KV_DTYPE} \
         --context 512 --prefill-chunk 256 --attention split_kv --output-json "$OUT/latency_70b_fp8.json" 2>&1 |
         grep -v "capturing graphs" | tee "$OUT/latency_70b_fp8.txt" | tail -15
       nvidia-smi --query-gpu=memory.used,memory.total --format=csv ;;
@@ -67,8 +68,9 @@ PY
           --output "$OUT/throughput_${q:-bf16}.jsonl" 2>&1 | grep -v "capturing graphs" | tee "$OUT/throughput_${q:-bf16}.txt" | tail -6
       done ;;
     serve70b)
-      echo "== serve llama-3.1-70b FP8 + bench serve at 4 requests/s"
+      echo "== serve llama-3.1-70b FP8 (KV cache ${KV_DTYPE:-auto}) + bench serve at 4 requests/s"
       "$D/fullgraph" serve --shape llama-3.1-70b --quantization fp8 --device cuda --port 8011 --max-num-seqs 64 \
+        ${KV_DTYPE:+--kv-cache-dtype $KV_DTYPE} \
         --max-num-batched-tokens 2048 --max-model-len 2048 --cuda-graph-sizes 1,2,4,8,16,32,64,128,256,512 \
         >"$OUT/serve70b.log" 2>&1 &
       server=$!

@@ -125,14 +125,14 @@ LoadOptions load_options(const EngineSetupOptions& o) {
   return load;
 }
 
-DType kv_cache_dtype(const EngineSetupOptions& o, const Backend& backend) {
-  if (o.kv_cache_dtype == "fp8") return DType::kF8E4M3;
-  if (o.kv_cache_dtype == "bf16") {
+DType kv_cache_dtype(const std::string& name, const Backend& backend) {
+  if (name == "fp8") return DType::kF8E4M3;
+  if (name == "bf16") {
     FG_CHECK(backend.activation_dtype() == DType::kBF16, "--kv-cache-dtype bf16: the {} backend keeps its cache in "
              "{} (or fp8)", backend.name(), dtype_name(backend.activation_dtype()));
     return DType::kBF16;
   }
-  FG_CHECK(o.kv_cache_dtype == "auto", "unknown --kv-cache-dtype '{}' (expected auto, bf16 or fp8)", o.kv_cache_dtype);
+  FG_CHECK(name == "auto", "unknown --kv-cache-dtype '{}' (expected auto, bf16 or fp8)", name);
   return backend.activation_dtype();
 }
 
@@ -232,7 +232,7 @@ std::unique_ptr<EngineSetup> build_engine(const EngineSetupOptions& o, const Gpu
 
   // The KV pool: what is asked for, or what the memory budget leaves. Under tensor parallelism a
   // block spans every rank's share of the KV heads.
-  const DType kv_dtype = kv_cache_dtype(o, backend);
+  const DType kv_dtype = kv_cache_dtype(o.kv_cache_dtype, backend);
   const int64_t per_block =
       tensor_parallel ? o.tensor_parallel_size * kv_bytes_per_block(shard_config(c, {0, o.tensor_parallel_size}),
                                                                     o.block_size, kv_dtype)

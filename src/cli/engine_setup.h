@@ -91,9 +91,9 @@ struct EngineSetup {
 // What the model options (--load-format, --rope-inv-freq-bf16, --quantization) ask of the loader.
 LoadOptions load_options(const EngineSetupOptions& o);
 
-// The KV cache's dtype for --kv-cache-dtype on `backend`: auto is the activation dtype; fp8
-// (F8_E4M3, one byte per element) runs on the CPU backend only for now, bf16 on the GPU only.
-DType kv_cache_dtype(const EngineSetupOptions& o, const Backend& backend);
+// The KV cache's dtype for --kv-cache-dtype `name` on `backend`: auto is the activation dtype;
+// fp8 (F8_E4M3, one byte per element) runs on every backend, bf16 on the GPU only.
+DType kv_cache_dtype(const std::string& name, const Backend& backend);
 
 std::unique_ptr<Backend> make_backend(const EngineSetupOptions& o, const GpuBackendFactory& gpu);
 

@@ -125,7 +125,7 @@ void run_generate_tensor_parallel(const GenerateOptions& o, const ModelSource& f
   const int64_t step_tokens = std::min(T, o.engine.max_num_batched_tokens);
   const int64_t blocks = (T + o.max_tokens + o.engine.block_size - 1) / o.engine.block_size + 1;
   const RunnerOptions ro = one_prompt_runner_options(o, step_tokens);
-  const DType kv_dtype = kv_cache_dtype(o.engine, CpuBackend(1));
+  const DType kv_dtype = kv_cache_dtype(o.engine.kv_cache_dtype, CpuBackend(1));
   auto runner = build_tensor_parallel_runner(o.engine, model, blocks, kv_dtype, ro, log::info_line);
 
   const auto start = std::chrono::steady_clock::now();
@@ -196,7 +196,8 @@ void run_generate(const GenerateOptions& o, const GpuBackendFactory& gpu) {
         gpu.set_attention(backend, o.engine.attention, attention_limits(config, step_tokens, 1, T + o.max_tokens, o.engine.block_size));
   }
   LlamaModel model(config, std::move(loaded.weights), backend, step_tokens, keep_logits ? T : 1);
-  KvCache kv = allocate_kv_cache(backend, config, blocks, o.engine.block_size, kv_cache_dtype(o.engine, backend));
+  KvCache kv = allocate_kv_cache(backend, config, blocks, o.engine.block_size,
+                                 kv_cache_dtype(o.engine.kv_cache_dtype, backend));
   model.use_kv_cache_scales(kv);
 
   GreedyResult result;
