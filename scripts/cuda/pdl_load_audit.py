@@ -12,7 +12,11 @@ control flow graph of the SASS: labels, branches, exits). Loads of threads that 
 warp-specialized kernel's consumers, ordered by barriers instead) are listed too: judge them by
 the source line printed beside each.
 
-Usage: pdl_load_audit.py NVDISASM CUBIN...   (cubins built with -lineinfo)
+Usage: pdl_load_audit.py NVDISASM CUBIN...
+  A cubin with line info, from the build's flags:
+    nvcc -Isrc -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
+         -std=c++20 -lineinfo -cubin -o k.cubin src/backend/cuda/fp8_small_n_linear.cu
+  nvdisasm: the CUDA toolkit's, or `pip download nvidia-cuda-nvdisasm` (nvidia/cu13/bin/ in the wheel).
 """
 import re
 import subprocess
