@@ -157,6 +157,15 @@ TEST(Cli, KvCacheDtypeFp8RunsOnTheCpu) {
   CliRun bad = run_fullgraph("generate --kv-cache-dtype int8 --prompt-ids 1");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_THAT(bad.output, HasSubstr("--kv-cache-dtype"));
+  // bench latency takes the option through the same parser.
+  const std::string bench = "bench latency --model " + test::model_fixture("tiny-llama") +
+                            " --batch-sizes 1,2 --context 20 --prefill-chunk 8 --steps 2 --warmup 1 --kv-cache-dtype ";
+  CliRun bench_fp8 = run_fullgraph(bench + "fp8");
+  ASSERT_EQ(bench_fp8.exit_code, 0) << bench_fp8.output;
+  EXPECT_THAT(bench_fp8.output, HasSubstr("decode"));
+  CliRun bench_bf16 = run_fullgraph(bench + "bf16");
+  EXPECT_NE(bench_bf16.exit_code, 0);
+  EXPECT_THAT(bench_bf16.output, HasSubstr("--kv-cache-dtype bf16"));
 }
 
 TEST(Cli, BadInputIsNamed) {
