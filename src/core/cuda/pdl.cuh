@@ -6,13 +6,15 @@
 // anything the previous kernel writes, or writes anything it reads. Without the attribute both are
 // no-ops, so a kernel may call them whichever way it is launched.
 //
-// What an earlier kernel writes is read with coherent loads (load_written_16 / _8 below, or
-// plain loads through pointers that are not `const __restrict__`), never ld.global.nc (__ldg, or
-// what the compiler emits for `const T* __restrict__`): the PTX contract of a non-coherent load is
-// data that no one writes while the grid runs, and ptxas acts on it, scheduling such loads ahead
-// of griddepcontrol.wait. It did so in fp8_small_n_linear's two-tile kernel, which then read
-// token rows the quantizer had not yet written. scripts/cuda/pdl_load_audit.py lists, from the
-// SASS, every load a kernel may issue before its wait.
+// No load of what an earlier kernel writes may run before the wait, and source order does not
+// ensure it: ptxas treats ld.global.nc data (__ldg, and what the compiler emits for `const T*
+// __restrict__`) as constant for the grid's whole life and may schedule such loads ahead of
+// griddepcontrol.wait. It did so in fp8_small_n_linear's two-tile kernel, which then read token
+// rows the quantizer had not yet written. So the rows the decode linears stream and the FP8 KV
+// rows are read with load_written_16 / _8 below (coherent, kept behind the wait). Other kernels
+// still read their inputs through `const __restrict__` after the wait, which ptxas has kept there;
+// scripts/cuda/pdl_load_audit.py lists, from the SASS, every load a kernel may issue before its
+// wait, and is the check after a kernel change.
 //
 // The wait covers the previous grid only. So that the chain stays ordered (a kernel may read what
 // a grid two back wrote), every block of a kernel launched with PDL waits before it exits, early
