@@ -10,6 +10,7 @@
 
 #include "backend/cuda/cublaslt_linear.h"
 #include "backend/cuda/fp8_kernels.h"
+#include "backend/cuda/streamed_linear.h"
 #include "bench/kernels/bench_support.h"
 #include "bench/kernels/tables.h"
 
@@ -57,13 +58,15 @@ void scaled_gemm(cuda::CublasLtLinear& gemm, CudaBackend& backend, const Fp8Rows
 
 nlohmann::json bench_fp8_linears(CudaBackend& backend, double copy_gbps) {
   nlohmann::json rows = nlohmann::json::array();
-  fmt::print("\nFP8 decode matmuls (e4m3 weight bytes / time; % of copy bandwidth {:.0f} GB/s): ours = the FP8 decode\n"
-             "kernel (fp8_kernels.h), lt = cuBLASLt's FP8 GEMM and the scaling pass, bf16 = the engine's BF16 kernel\n"
-             "on the same shape; bf16/fp8 = its time over ours. The LM head stays BF16.\n",
+  fmt::print("\nFP8 decode matmuls (e4m3 weight bytes / time; % of copy bandwidth {:.0f} GB/s): direct = the FP8\n"
+             "decode kernel (fp8_kernels.h), streamed = StreamedLinear::run_fp8, * = the one the engine picks\n"
+             "(prefers_streamed_linear), lt = cuBLASLt's FP8 GEMM and the scaling pass, bf16 = the engine's BF16\n"
+             "kernel on the same shape; bf16/fp8 = its time over the picked one's. The LM head stays BF16.\n",
              copy_gbps);
-  fmt::print("{:<14} {:<12} {:>7} {:>7} {:>3} | {:>8} {:>5} | {:>8} {:>5} | {:>8} | {:>8}\n", "model", "matmul", "out",
-             "in", "M", "fp8 us", "%", "lt us", "%", "bf16 us", "bf16/fp8");
+  fmt::print("{:<14} {:<12} {:>7} {:>7} {:>3} | {:>9} {:>5} | {:>9} {:>5} | {:>8} {:>5} | {:>8} | {:>8}\n", "model",
+             "matmul", "out", "in", "M", "direct us", "%", "strm us", "%", "lt us", "%", "bf16 us", "bf16/fp8");
   cuda::CublasLtLinear gemm;
+  cuda::StreamedLinear streamed(backend.sm_count());
   for (const ModelShape& m : model_shapes()) {
     for (const LinearShape& shape : decode_linears(m)) {
       const auto& [name, out_features, in] = shape;
@@ -80,14 +83,23 @@ nlohmann::json bench_fp8_linears(CudaBackend& backend, double copy_gbps) {
       const Tensor x16 = random.bf16({16, in}, 0.0f, 1.0f);
       Allocation out = backend.allocate(DType::kBF16, {16, out_features});
       auto pct = [&](double us, size_t bytes) { return 100 * (bytes / (us * 1e-6) / 1e9) / copy_gbps; };
+      const bool picks_streamed = cuda::prefers_streamed_linear(out_features, in, backend.sm_count());
       for (int64_t rows_m : {1, 4, 16}) {
-        const double ours = time_per_launch_us(backend, launches, [&](int i) {
+        const double direct = time_per_launch_us(backend, launches, [&](int i) {
           const Fp8Weight& w = weights[i % copies];
           cuda::launch_fp8_small_n_linear(x.values.as<const uint8_t>(), x.scales.as<const float>(),
                                           w.q.as<const uint8_t>(), w.scales.as<const float>(), nullptr,
                                           cuda::LinearOutputs::whole(out.tensor.data, out_features), rows_m, in,
                                           out_features, backend.sm_count(), backend.stream());
         });
+        const double strm = time_per_launch_us(backend, launches, [&](int i) {
+          const Fp8Weight& w = weights[i % copies];
+          streamed.run_fp8(x.values.as<const uint8_t>(), x.scales.as<const float>(), w.q.as<const uint8_t>(),
+                           w.scales.as<const float>(), nullptr,
+                           cuda::LinearOutputs::whole(out.tensor.data, out_features), rows_m, in, out_features,
+                           backend.stream());
+        });
+        const double ours = picks_streamed ? strm : direct;
         const double lt = time_per_launch_us(backend, launches, [&](int i) {
           const Fp8Weight& w = weights[i % copies];
           scaled_gemm(gemm, backend, x, w, out.tensor, rows_m, in, out_features);
@@ -96,11 +108,14 @@ nlohmann::json bench_fp8_linears(CudaBackend& backend, double copy_gbps) {
           backend.linear_with(LinearPath::kSmallN, x16.rows(0, rows_m), bf16[i % bf16.size()], nullptr,
                               out.tensor.rows(0, rows_m));
         });
-        fmt::print("{:<14} {:<12} {:>7} {:>7} {:>3} | {:>8.2f} {:>4.0f}% | {:>8.2f} {:>4.0f}% | {:>8.2f} | {:>7.2f}x\n",
-                   m.name, name, out_features, in, rows_m, ours, pct(ours, fp8_bytes), lt, pct(lt, fp8_bytes), b16,
-                   b16 / ours);
+        fmt::print(
+            "{:<14} {:<12} {:>7} {:>7} {:>3} | {:>8.2f}{} {:>4.0f}% | {:>8.2f}{} {:>4.0f}% | {:>8.2f} {:>4.0f}% | {:>8.2f} | "
+            "{:>7.2f}x\n",
+            m.name, name, out_features, in, rows_m, direct, picks_streamed ? ' ' : '*', pct(direct, fp8_bytes), strm,
+            picks_streamed ? '*' : ' ', pct(strm, fp8_bytes), lt, pct(lt, fp8_bytes), b16, b16 / ours);
         rows.push_back({{"model", m.name}, {"matmul", name}, {"out", out_features}, {"in", in}, {"m", rows_m},
-                        {"fp8_us", ours}, {"fp8_pct_of_copy", pct(ours, fp8_bytes)}, {"cublaslt_fp8_us", lt},
+                        {"fp8_us", ours}, {"fp8_pct_of_copy", pct(ours, fp8_bytes)}, {"fp8_direct_us", direct},
+                        {"fp8_streamed_us", strm}, {"fp8_picks_streamed", picks_streamed}, {"cublaslt_fp8_us", lt},
                         {"bf16_us", b16}, {"bf16_over_fp8", b16 / ours}});
       }
       backend.synchronize();

@@ -2,7 +2,9 @@
 // references: the quantizers bit for bit (CpuBackend::fp8_round's arithmetic, from
 // fg::float_to_e4m3), the fused norm and SiLU quantizers bit for bit against quantizing what the
 // unfused kernels store, and the decode linear against an fp64 reference of the same e4m3 values
-// within a bound derived from its fp32 arithmetic; its rows' bits do not depend on n. Outputs are
+// within a bound derived from its fp32 arithmetic, in both its kernels (the direct one and the
+// streamed one, StreamedLinear::run_fp8, at forced slice counts and grids too); its rows' bits do
+// not depend on n. Outputs are
 // poisoned first, so that every element a kernel fails to write shows. (Its speed is measured by
 // `bench kernels --tables fp8_linear`.)
 #include <cuda_runtime.h>
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,6 +24,7 @@
 #include "backend/cuda/fp8_kernels.h"
 #include "backend/cuda/linear_outputs.h"
 #include "backend/cuda/norm_kernels.h"
+#include "backend/cuda/streamed_linear.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_info.h"
 #include "core/dtype.h"
@@ -131,12 +135,15 @@ class Fp8Kernels : public ::testing::Test {
     FG_REQUIRE_GPU();
     FG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     sm_count_ = cuda::current_device_sm_count();
+    streamed_ = std::make_unique<cuda::StreamedLinear>(sm_count_);
   }
   void TearDown() override {
+    streamed_.reset();
     if (stream_ != nullptr) FG_CUDA_CHECK(cudaStreamDestroy(stream_));
   }
   cudaStream_t stream_ = nullptr;
   int sm_count_ = 0;
+  std::unique_ptr<cuda::StreamedLinear> streamed_;
   std::mt19937 rng_{20261206};
 };
 
@@ -350,13 +357,48 @@ LinearCase make_linear_case(std::mt19937& rng, int64_t out_features, int64_t in)
   return c;
 }
 
-void run_linear(const LinearCase& c, const uint8_t* x, bool with_bias, const LinearOutputs& out, int64_t n,
-                int sm_count, cudaStream_t stream) {
-  cuda::launch_fp8_small_n_linear(x, static_cast<const float*>(c.dx_scales.tensor.data),
-                                  static_cast<const uint8_t*>(c.dw.tensor.data),
-                                  static_cast<const float*>(c.dw_scales.tensor.data),
-                                  with_bias ? bf16_ptr(c.dbias) : nullptr, out, n, c.in, c.out_features, sm_count,
-                                  stream);
+// Which decode kernel runs: the direct one (launch_fp8_small_n_linear), or the streamed one
+// (StreamedLinear::run_fp8) with k in `slices` slices and `blocks_per_sm` blocks per SM (0: its
+// own rule for either).
+struct Fp8Kernel {
+  bool streamed = false;
+  int slices = 0, blocks_per_sm = 0;
+  std::string name() const {
+    if (!streamed) return "direct";
+    return "streamed (slices " + (slices ? std::to_string(slices) : std::string("auto")) + ", blocks/SM " +
+           (blocks_per_sm ? std::to_string(blocks_per_sm) : std::string("auto")) + ")";
+  }
+};
+
+// The kernels a shape is run through: both at their own rules, and where k has 3 chunks of the
+// streamed kernel's box or more, the streamed one forced into 2 and 3 slices over 1 and 2 blocks
+// per SM (the slices meet in its workspace; the grid moves no sum).
+std::vector<Fp8Kernel> kernels_for(int64_t out_features, int64_t in, int sm_count) {
+  std::vector<Fp8Kernel> kernels = {{false}, {true}};
+  const int64_t tiles = (out_features + cuda::kStreamedBoxRows - 1) / cuda::kStreamedBoxRows;
+  if (in > 2 * cuda::kStreamedBoxK && 3 * tiles <= cuda::streamed_full_pass_units(sm_count))
+    kernels.insert(kernels.end(), {{true, 2, 1}, {true, 3, 2}});
+  return kernels;
+}
+
+// Where a launch runs: the fixture's streamed linear (its maps and slice workspace), SMs, stream.
+struct LaunchContext {
+  cuda::StreamedLinear& streamed;
+  int sm_count;
+  cudaStream_t stream;
+};
+
+void run_linear(const LaunchContext& at, const Fp8Kernel& kernel, const LinearCase& c, const uint8_t* x,
+                const float* x_scales, bool with_bias, const LinearOutputs& out, int64_t n) {
+  const auto* w = static_cast<const uint8_t*>(c.dw.tensor.data);
+  const auto* w_scales = static_cast<const float*>(c.dw_scales.tensor.data);
+  const __nv_bfloat16* bias = with_bias ? bf16_ptr(c.dbias) : nullptr;
+  if (kernel.streamed)
+    at.streamed.run_fp8(x, x_scales, w, w_scales, bias, out, n, c.in, c.out_features, at.stream, kernel.slices,
+                        kernel.blocks_per_sm);
+  else
+    cuda::launch_fp8_small_n_linear(x, x_scales, w, w_scales, bias, out, n, c.in, c.out_features, at.sm_count,
+                                    at.stream);
   FG_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -386,38 +428,45 @@ struct LinearShape {
   int64_t out_features, in;
 };
 // The fixtures' tiny odd shapes, a leftover partial k-step (in % 64 != 0), blocks of several warps
-// with leftover steps (in = 4176: 65 whole steps and one of 16) and a last, partial block of rows.
-const LinearShape kLinearShapes[] = {{24, 16},  {40, 48},    {72, 64},    {96, 80},
-                                     {24, 144}, {40, 144},   {136, 4176}, {256, 4096}};
+// with leftover steps (in = 4176: 65 whole steps and one of 16; the streamed kernel's last chunk
+// of k 80 wide) and a last, partial block of rows; for the streamed kernel also many tiles per
+// block with a partial last tile (4100 rows: full passes, then a short one).
+const LinearShape kLinearShapes[] = {{24, 16},  {40, 48},    {72, 64},    {96, 80},   {24, 144},
+                                     {40, 144}, {136, 4176}, {256, 4096}, {4100, 1040}};
 const int64_t kTokenCounts[] = {1, 2, 7, 8, 9, 16};
 
 TEST_F(Fp8Kernels, SmallNLinearMatchesFp64Reference) {
+  const LaunchContext at{*streamed_, sm_count_, stream_};
   for (const LinearShape s : kLinearShapes) {
     const LinearCase c = make_linear_case(rng_, s.out_features, s.in);
-    for (const int64_t n : kTokenCounts)
-      for (const bool with_bias : {false, true}) {
-        // Token rows exactly [n, in], so that reading a row past n would leave the allocation.
-        DeviceBuffer x = gpu_test::device_alloc(DType::kF8E4M3, {n, s.in});
-        FG_CUDA_CHECK(cudaMemcpy(x.tensor.data, c.dx.tensor.data, static_cast<size_t>(n * s.in),
-                                 cudaMemcpyDeviceToDevice));
-        DeviceBuffer out = gpu_test::device_alloc(DType::kBF16, {16, s.out_features});
-        gpu_test::poison(out.tensor);
-        run_linear(c, static_cast<const uint8_t*>(x.tensor.data), with_bias,
-                   LinearOutputs::whole(out.tensor.data, s.out_features), n, sm_count_, stream_);
-        const std::vector<uint16_t> got = gpu_test::download<uint16_t>(out.tensor);
-        const std::string what = std::to_string(s.out_features) + " x " + std::to_string(s.in) + ", n " +
-                                 std::to_string(n) + (with_bias ? ", bias" : "");
-        OutputCheck check;
-        int64_t stray = 0;
-        for (int64_t i = 0; i < 16; ++i)
-          for (int64_t j = 0; j < s.out_features; ++j) {
-            const uint16_t bits = got[static_cast<size_t>(i * s.out_features + j)];
-            if (i < n) check.check(c, with_bias, i, j, bits, NAN, what);
-            else stray += bits != kPoisonBf16;
-          }
-        EXPECT_EQ(check.failures, 0) << what;
-        EXPECT_EQ(stray, 0) << what << ": outputs written for token rows >= n";
-      }
+    for (const Fp8Kernel& kernel : kernels_for(s.out_features, s.in, sm_count_))
+      for (const int64_t n : kTokenCounts)
+        for (const bool with_bias : {false, true}) {
+          // Token rows exactly [n, in], so that reading a row past n would leave the allocation.
+          DeviceBuffer x = gpu_test::device_alloc(DType::kF8E4M3, {n, s.in});
+          FG_CUDA_CHECK(
+              cudaMemcpy(x.tensor.data, c.dx.tensor.data, static_cast<size_t>(n * s.in), cudaMemcpyDeviceToDevice));
+          DeviceBuffer out = gpu_test::device_alloc(DType::kBF16, {16, s.out_features});
+          gpu_test::poison(out.tensor);
+          run_linear(at, kernel, c, static_cast<const uint8_t*>(x.tensor.data),
+                     static_cast<const float*>(c.dx_scales.tensor.data), with_bias,
+                     LinearOutputs::whole(out.tensor.data, s.out_features), n);
+          const std::vector<uint16_t> got = gpu_test::download<uint16_t>(out.tensor);
+          const std::string what = kernel.name() + ", " + std::to_string(s.out_features) + " x " +
+                                   std::to_string(s.in) + ", n " + std::to_string(n) + (with_bias ? ", bias" : "");
+          OutputCheck check;
+          int64_t stray = 0;
+          for (int64_t i = 0; i < 16; ++i)
+            for (int64_t j = 0; j < s.out_features; ++j) {
+              const uint16_t bits = got[static_cast<size_t>(i * s.out_features + j)];
+              if (i < n)
+                check.check(c, with_bias, i, j, bits, NAN, what);
+              else
+                stray += bits != kPoisonBf16;
+            }
+          EXPECT_EQ(check.failures, 0) << what;
+          EXPECT_EQ(stray, 0) << what << ": outputs written for token rows >= n";
+        }
   }
 }
 
@@ -428,53 +477,59 @@ TEST_F(Fp8Kernels, SmallNLinearSplitOutputsAndAddToOutput) {
     LinearShape shape;
     int64_t begin[4];
   };
-  const SplitCase cases[] = {{{72, 64}, {0, 24, 40, 72}}, {{96, 144}, {0, 23, 41, 96}},
-                             {{136, 4176}, {0, 64, 96, 136}}, {{40, 48}, {0, 7, 8, 40}}};
+  const SplitCase cases[] = {{{72, 64}, {0, 24, 40, 72}},
+                             {{96, 144}, {0, 23, 41, 96}},
+                             {{136, 4176}, {0, 64, 96, 136}},
+                             {{40, 48}, {0, 7, 8, 40}}};
+  const LaunchContext at{*streamed_, sm_count_, stream_};
   for (const SplitCase& sc : cases) {
     const LinearCase c = make_linear_case(rng_, sc.shape.out_features, sc.shape.in);
-    for (const int64_t n : {1, 9, 16})
-      for (const bool add : {false, true}) {
-        LinearOutputs out{};
-        out.parts = 3;
-        out.add_to_output = add;
-        std::vector<DeviceBuffer> parts;
-        std::vector<std::vector<uint16_t>> held(3);
-        for (int p = 0; p < 4; ++p) out.begin[p] = sc.begin[p];
-        for (int p = 0; p < 3; ++p) {
-          const int64_t width = sc.begin[p + 1] - sc.begin[p];
-          parts.push_back(gpu_test::device_alloc(DType::kBF16, {16, width}));
-          if (add) {
-            held[p].resize(static_cast<size_t>(16 * width));
-            std::normal_distribution<float> normal(0.0f, 1.0f);
-            for (auto& h : held[p]) h = float_to_bf16(normal(rng_));
-            gpu_test::upload(parts[p].tensor, held[p]);
-          } else {
-            gpu_test::poison(parts[p].tensor);
-          }
-          out.data[p] = parts[p].tensor.data;
-        }
-        run_linear(c, static_cast<const uint8_t*>(c.dx.tensor.data), true, out, n, sm_count_, stream_);
-        const std::string what = std::to_string(sc.shape.out_features) + " x " + std::to_string(sc.shape.in) +
-                                 " in 3 parts, n " + std::to_string(n) + (add ? ", added" : "");
-        OutputCheck check;
-        int64_t stray = 0;
-        for (int p = 0; p < 3; ++p) {
-          const int64_t width = sc.begin[p + 1] - sc.begin[p];
-          const std::vector<uint16_t> got = gpu_test::download<uint16_t>(parts[p].tensor);
-          for (int64_t i = 0; i < 16; ++i)
-            for (int64_t j = 0; j < width; ++j) {
-              const size_t o = static_cast<size_t>(i * width + j);
-              const uint16_t untouched = add ? held[p][o] : kPoisonBf16;
-              if (i >= n) {
-                stray += got[o] != untouched;
-                continue;
-              }
-              check.check(c, true, i, sc.begin[p] + j, got[o], add ? bf16_to_float(held[p][o]) : NAN, what);
+    for (const Fp8Kernel& kernel : kernels_for(sc.shape.out_features, sc.shape.in, sm_count_))
+      for (const int64_t n : {1, 9, 16})
+        for (const bool add : {false, true}) {
+          LinearOutputs out{};
+          out.parts = 3;
+          out.add_to_output = add;
+          std::vector<DeviceBuffer> parts;
+          std::vector<std::vector<uint16_t>> held(3);
+          for (int p = 0; p < 4; ++p) out.begin[p] = sc.begin[p];
+          for (int p = 0; p < 3; ++p) {
+            const int64_t width = sc.begin[p + 1] - sc.begin[p];
+            parts.push_back(gpu_test::device_alloc(DType::kBF16, {16, width}));
+            if (add) {
+              held[p].resize(static_cast<size_t>(16 * width));
+              std::normal_distribution<float> normal(0.0f, 1.0f);
+              for (auto& h : held[p]) h = float_to_bf16(normal(rng_));
+              gpu_test::upload(parts[p].tensor, held[p]);
+            } else {
+              gpu_test::poison(parts[p].tensor);
             }
+            out.data[p] = parts[p].tensor.data;
+          }
+          run_linear(at, kernel, c, static_cast<const uint8_t*>(c.dx.tensor.data),
+                     static_cast<const float*>(c.dx_scales.tensor.data), true, out, n);
+          const std::string what = kernel.name() + ", " + std::to_string(sc.shape.out_features) + " x " +
+                                   std::to_string(sc.shape.in) + " in 3 parts, n " + std::to_string(n) +
+                                   (add ? ", added" : "");
+          OutputCheck check;
+          int64_t stray = 0;
+          for (int p = 0; p < 3; ++p) {
+            const int64_t width = sc.begin[p + 1] - sc.begin[p];
+            const std::vector<uint16_t> got = gpu_test::download<uint16_t>(parts[p].tensor);
+            for (int64_t i = 0; i < 16; ++i)
+              for (int64_t j = 0; j < width; ++j) {
+                const size_t o = static_cast<size_t>(i * width + j);
+                const uint16_t untouched = add ? held[p][o] : kPoisonBf16;
+                if (i >= n) {
+                  stray += got[o] != untouched;
+                  continue;
+                }
+                check.check(c, true, i, sc.begin[p] + j, got[o], add ? bf16_to_float(held[p][o]) : NAN, what);
+              }
+          }
+          EXPECT_EQ(check.failures, 0) << what;
+          EXPECT_EQ(stray, 0) << what << ": outputs written for token rows >= n";
         }
-        EXPECT_EQ(check.failures, 0) << what;
-        EXPECT_EQ(stray, 0) << what << ": outputs written for token rows >= n";
-      }
   }
 }
 
@@ -484,58 +539,69 @@ TEST_F(Fp8Kernels, SmallNLinearSplitOutputsAndAddToOutput) {
 // turns every output it reaches into NaN). The model's shapes: hidden 512 (two warps per block)
 // and the 8B's o_proj input of 4096 (sixteen); both tile counts (n <= 8 and n > 8).
 TEST_F(Fp8Kernels, SmallNLinearReadsTokenRowsAfterThePdlWait) {
+  const LaunchContext at{*streamed_, sm_count_, stream_};
   for (const LinearShape s : {LinearShape{768, 512}, LinearShape{256, 4096}}) {
     const LinearCase c = make_linear_case(rng_, s.out_features, s.in);
-    for (const int64_t n : {int64_t{8}, int64_t{9}, int64_t{16}}) {
-      DeviceBuffer x = gpu_test::device_alloc(DType::kF8E4M3, {16, s.in});
-      DeviceBuffer x_scales = gpu_test::device_alloc(DType::kF32, {16});
-      gpu_test::upload(x.tensor, std::vector<uint8_t>(static_cast<size_t>(16 * s.in), kPoisonByte));
-      gpu_test::upload(x_scales.tensor, std::vector<float>(16, NAN));
-      DeviceBuffer out = gpu_test::device_alloc(DType::kBF16, {16, s.out_features});
-      gpu_test::poison(out.tensor);
-      FG_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads ran on the legacy stream
-      constexpr int64_t kDelayNs = 100'000;
-      gpu_test::launch_late_copy(x.tensor.data, c.dx.tensor.data, 16 * s.in, kDelayNs, stream_);
-      gpu_test::launch_late_copy(x_scales.tensor.data, c.dx_scales.tensor.data, 16 * sizeof(float), 0, stream_);
-      cuda::launch_fp8_small_n_linear(static_cast<const uint8_t*>(x.tensor.data),
-                                      static_cast<const float*>(x_scales.tensor.data),
-                                      static_cast<const uint8_t*>(c.dw.tensor.data),
-                                      static_cast<const float*>(c.dw_scales.tensor.data), bf16_ptr(c.dbias),
-                                      LinearOutputs::whole(out.tensor.data, s.out_features), n, c.in, c.out_features,
-                                      sm_count_, stream_);
-      FG_CUDA_CHECK(cudaGetLastError());
-      FG_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      const std::vector<uint16_t> got = gpu_test::download<uint16_t>(out.tensor);
-      const std::string what = std::to_string(s.out_features) + " x " + std::to_string(s.in) + ", n " +
-                               std::to_string(n) + ", rows written late";
-      OutputCheck check;
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < s.out_features; ++j)
-          check.check(c, true, i, j, got[static_cast<size_t>(i * s.out_features + j)], NAN, what);
-      EXPECT_EQ(check.failures, 0) << what;
-    }
+    for (const Fp8Kernel& kernel : kernels_for(s.out_features, s.in, sm_count_))
+      for (const int64_t n : {int64_t{8}, int64_t{9}, int64_t{16}}) {
+        DeviceBuffer x = gpu_test::device_alloc(DType::kF8E4M3, {16, s.in});
+        DeviceBuffer x_scales = gpu_test::device_alloc(DType::kF32, {16});
+        gpu_test::upload(x.tensor, std::vector<uint8_t>(static_cast<size_t>(16 * s.in), kPoisonByte));
+        gpu_test::upload(x_scales.tensor, std::vector<float>(16, NAN));
+        DeviceBuffer out = gpu_test::device_alloc(DType::kBF16, {16, s.out_features});
+        gpu_test::poison(out.tensor);
+        FG_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads ran on the legacy stream
+        constexpr int64_t kDelayNs = 100'000;
+        gpu_test::launch_late_copy(x.tensor.data, c.dx.tensor.data, 16 * s.in, kDelayNs, stream_);
+        gpu_test::launch_late_copy(x_scales.tensor.data, c.dx_scales.tensor.data, 16 * sizeof(float), 0, stream_);
+        run_linear(at, kernel, c, static_cast<const uint8_t*>(x.tensor.data),
+                   static_cast<const float*>(x_scales.tensor.data), true,
+                   LinearOutputs::whole(out.tensor.data, s.out_features), n);
+        FG_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        const std::vector<uint16_t> got = gpu_test::download<uint16_t>(out.tensor);
+        const std::string what = kernel.name() + ", " + std::to_string(s.out_features) + " x " + std::to_string(s.in) +
+                                 ", n " + std::to_string(n) + ", rows written late";
+        OutputCheck check;
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < s.out_features; ++j)
+            check.check(c, true, i, j, got[static_cast<size_t>(i * s.out_features + j)], NAN, what);
+        EXPECT_EQ(check.failures, 0) << what;
+      }
   }
 }
 
 // DESIGN.md rule 7: row i's bits are the same whatever the number of token rows in the launch.
+// The streamed kernel's rows are also the same over either grid (1 or 2 blocks per SM at a slice
+// count): its rule may pick the grid by n.
 TEST_F(Fp8Kernels, SmallNLinearRowsAreBitIdenticalForEveryN) {
-  for (const LinearShape s : {LinearShape{136, 4176}, LinearShape{40, 144}, LinearShape{256, 4096}}) {
+  const LaunchContext at{*streamed_, sm_count_, stream_};
+  for (const LinearShape s :
+       {LinearShape{136, 4176}, LinearShape{40, 144}, LinearShape{256, 4096}, LinearShape{4100, 1040}}) {
     const LinearCase c = make_linear_case(rng_, s.out_features, s.in);
-    std::vector<uint16_t> all_rows;  // the n = 16 launch
-    for (int64_t n = 16; n >= 1; --n) {
-      DeviceBuffer out = gpu_test::device_alloc(DType::kBF16, {16, s.out_features});
-      gpu_test::poison(out.tensor);
-      run_linear(c, static_cast<const uint8_t*>(c.dx.tensor.data), true,
-                 LinearOutputs::whole(out.tensor.data, s.out_features), n, sm_count_, stream_);
-      const std::vector<uint16_t> got = gpu_test::download<uint16_t>(out.tensor);
-      if (n == 16) all_rows = got;
-      int64_t differ = 0, stray = 0;
-      for (size_t o = 0; o < got.size(); ++o) {
-        if (static_cast<int64_t>(o) < n * s.out_features) differ += got[o] != all_rows[o];
-        else stray += got[o] != kPoisonBf16;
+    for (const Fp8Kernel& kernel : kernels_for(s.out_features, s.in, sm_count_)) {
+      std::vector<uint16_t> all_rows;  // the n = 16 launch (on the other grid, for a forced streamed one)
+      for (int64_t n = 16; n >= 1; --n) {
+        DeviceBuffer out = gpu_test::device_alloc(DType::kBF16, {16, s.out_features});
+        gpu_test::poison(out.tensor);
+        Fp8Kernel run = kernel;
+        if (kernel.blocks_per_sm != 0 && n == 16) run.blocks_per_sm = 3 - kernel.blocks_per_sm;
+        run_linear(at, run, c, static_cast<const uint8_t*>(c.dx.tensor.data),
+                   static_cast<const float*>(c.dx_scales.tensor.data), true,
+                   LinearOutputs::whole(out.tensor.data, s.out_features), n);
+        const std::vector<uint16_t> got = gpu_test::download<uint16_t>(out.tensor);
+        if (n == 16) all_rows = got;
+        int64_t differ = 0, stray = 0;
+        for (size_t o = 0; o < got.size(); ++o) {
+          if (static_cast<int64_t>(o) < n * s.out_features)
+            differ += got[o] != all_rows[o];
+          else
+            stray += got[o] != kPoisonBf16;
+        }
+        EXPECT_EQ(differ, 0) << kernel.name() << ", " << s.out_features << " x " << s.in << ": n " << n
+                             << " differs from n 16";
+        EXPECT_EQ(stray, 0) << kernel.name() << ", " << s.out_features << " x " << s.in << ": n " << n
+                            << " wrote rows >= n";
       }
-      EXPECT_EQ(differ, 0) << s.out_features << " x " << s.in << ": n " << n << " differs from n 16";
-      EXPECT_EQ(stray, 0) << s.out_features << " x " << s.in << ": n " << n << " wrote rows >= n";
     }
   }
 }

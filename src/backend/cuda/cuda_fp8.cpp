@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/fp8_kernels.h"
 #include "backend/cuda/norm_kernels.h"
+#include "backend/cuda/streamed_linear.h"
 #include "core/cuda/tensor_checks.h"
 
 namespace fg {
@@ -121,13 +122,24 @@ void CudaBackend::silu_mul_quantize_fp8(const Tensor& gate, const Tensor& up, co
 void CudaBackend::run_fp8_small_n(const Fp8Rows& x, const void* weight, const void* scales, const void* bias,
                                   const cuda::LinearOutputs& out, int64_t out_features) {
   const int64_t n = x.values.dim(0), in = x.values.dim(1);
+  // The weights the BF16 path streams (streamed_linear.h: many rows, or 16M values and more) take
+  // the streamed FP8 kernel, the rest the direct one. A function of the shape and the device, so
+  // graph and eager runs of any n take the same kernel.
+  const bool streamed = cuda::prefers_streamed_linear(out_features, in, sm_count_);
+  const auto* w8 = static_cast<const uint8_t*>(weight);
+  const auto* w_scales = static_cast<const float*>(scales);
+  const auto* b16 = static_cast<const __nv_bfloat16*>(bias);
   // One launch where n is a small-n row count; batch-invariant steps of any n in groups of 16 rows
   // (a row's arithmetic depends on the weight's shape alone).
   for (int64_t r = 0; r < n; r += cuda::kFp8SmallNMaxRows) {
-    cuda::launch_fp8_small_n_linear(x.values.as<const uint8_t>() + r * in, x.scales.as<const float>() + r,
-                                    static_cast<const uint8_t*>(weight), static_cast<const float*>(scales),
-                                    static_cast<const __nv_bfloat16*>(bias), out.from_row(r, 2),
-                                    std::min(cuda::kFp8SmallNMaxRows, n - r), in, out_features, sm_count_, stream_);
+    const uint8_t* rows = x.values.as<const uint8_t>() + r * in;
+    const float* row_scales = x.scales.as<const float>() + r;
+    const int64_t count = std::min(cuda::kFp8SmallNMaxRows, n - r);
+    if (streamed)
+      streamed_->run_fp8(rows, row_scales, w8, w_scales, b16, out.from_row(r, 2), count, in, out_features, stream_);
+    else
+      cuda::launch_fp8_small_n_linear(rows, row_scales, w8, w_scales, b16, out.from_row(r, 2), count, in,
+                                      out_features, sm_count_, stream_);
   }
 }
 

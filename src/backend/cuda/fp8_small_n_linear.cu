@@ -1,10 +1,9 @@
 // backend/cuda/fp8_small_n_linear.cu — the decode-time linear (n <= 16 token rows) over e4m3
 // weights with a scale per output channel and e4m3 token rows with a scale per row.
 //
-// Arithmetic. Every e4m3 value is exact in f16 (the weights converted by cvt.rn.f16x2.e4m3x2,
-// the tokens by integer ops: see e4m3x2_to_f16x2_alu), so the kernel runs mma.sync m16n8k16 in
-// f16 with fp32 accumulators: exact products, fp32 sums. (The native FP8 tensor-core instructions
-// of Hopper do not keep a full fp32 accumulator.) The scales are applied once per output, after
+// Arithmetic (mma_e4m3.cuh): e4m3 operands converted to f16 (the weights by cvt.rn.f16x2.e4m3x2,
+// the tokens by integer ops: e4m3x2_to_f16x2_alu), mma.sync m16n8k16 with fp32 accumulators: exact
+// products, fp32 sums. The scales are applied once per output, after
 // the sum: acc * x_scale * w_scale, then the bias, each step rounded in fp32 (__fmul_rn /
 // __fadd_rn: no contraction into an fma), then one rounding to bf16.
 //
@@ -32,6 +31,7 @@
 #include <algorithm>
 
 #include "backend/cuda/fp8_kernels.h"
+#include "backend/cuda/mma_e4m3.cuh"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/pdl.cuh"
 
@@ -61,39 +61,6 @@ __device__ __forceinline__ void prefetch_l2(const uint8_t* p) { asm volatile("pr
 // Token rows are written by the previous kernel: a coherent load after the wait (pdl.cuh).
 __device__ __forceinline__ uint4 load_tokens(const uint8_t* p) { return load_written_16(p); }
 
-// Two e4m3 (the low and high byte of v) to two f16 (low and high half), exactly: every e4m3
-// value is an f16. The weights go through the hardware conversion ...
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t v) {
-  uint32_t r;
-  const unsigned short h = static_cast<unsigned short>(v);
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(h));
-  return r;
-}
-
-// ... and integer and f16 arithmetic for the tokens, the same values in the same halves, so that
-// the conversions of a step are shared between two pipes rather than queued on one. Bytes b0, b1
-// (selector 0x1404) or b2, b3 (0x3424) of v go to the high byte of each half; shifting the 7
-// bits of exponent and mantissa right by one places them in the f16 fields (bias 15 against 7, 3
-// mantissa bits against 10), which reads as the e4m3 value times 2^-8, e4m3 subnormals included
-// (they become f16 subnormals); the f16 multiply by 2^8 is exact and restores the value.
-template <unsigned kSelector>
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2_alu(uint32_t v) {
-  const uint32_t x = __byte_perm(v, 0u, kSelector);
-  const uint32_t scaled = (x & 0x80008000u) | ((x >> 1) & 0x3f803f80u);
-  uint32_t r;
-  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(scaled), "r"(0x5c005c00u));  // x 256.0 in each half
-  return r;
-}
-
-// c += A (16x16, row-major, f16) * B (16x8, col-major, f16) in fp32.
-__device__ __forceinline__ void mma_f16_16x8x16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                                uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 // One k-step of 64 for one n8 tile: weight rows g (lo) and g + 8 (hi), token fragment x. Word i
 // of each is the i-th mma's: its low two bytes the slots (2t, 2t+1), its high two (2t+8, 2t+9).
 // The weight conversions are shared by both tiles when the caller passes the same words.
@@ -103,19 +70,6 @@ __device__ __forceinline__ void mma_step(float (&c)[4], const uint32_t (&a)[4][4
   for (int i = 0; i < 4; ++i)
     mma_f16_16x8x16(c, a[i][0], a[i][1], a[i][2], a[i][3], e4m3x2_to_f16x2_alu<0x1404>(xw[i]),
                     e4m3x2_to_f16x2_alu<0x3424>(xw[i]));
-}
-
-// The A fragments of a step from the weight rows' 16 bytes: a[i] = {row g k-slots (2t, 2t+1), row
-// g + 8 same, row g slots (2t+8, 2t+9), row g + 8 same}.
-__device__ __forceinline__ void weight_fragments(const uint4& lo, const uint4& hi, uint32_t (&a)[4][4]) {
-  const uint32_t lw[4] = {lo.x, lo.y, lo.z, lo.w}, hw[4] = {hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    a[i][0] = e4m3x2_to_f16x2(lw[i]);
-    a[i][1] = e4m3x2_to_f16x2(hw[i]);
-    a[i][2] = e4m3x2_to_f16x2(lw[i] >> 16);
-    a[i][3] = e4m3x2_to_f16x2(hw[i] >> 16);
-  }
 }
 
 // kTiles: n8 tiles of token rows, 2 when n > 8. partial (dynamic shared memory):
@@ -149,7 +103,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
   float acc[kTiles][4] = {};
   auto step = [&](const uint4& lo, const uint4& hi, const uint4 (&xv)[kTiles]) {
     uint32_t a[4][4];
-    weight_fragments(lo, hi, a);
+    e4m3_a_fragments<true>(lo, hi, a);  // weight rows g and g + 8
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
       uint4 x_frag = xv[j];

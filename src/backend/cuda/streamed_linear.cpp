@@ -30,17 +30,23 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return encode;
 }
 
-// The map of a [rows, in] BF16 matrix in boxes of box_rows x kStreamedBoxK, zeros out of bounds
+// The element types of the streamed matrices.
+enum class Element { kBf16, kE4m3 };
+
+// The map of a [rows, in] matrix of BF16 or e4m3 (bytes) in boxes of box_rows x kStreamedBoxK, zeros out of bounds
 // (rows past the end, k past `in`). No L2 promotion: with 256-byte promotion every streamed shape
 // read 2-7% slower (bench/RESULTS.md, 2026-12-01: the 8B LM head at M = 1 248 -> 236
 // us, the 8B gate/up 29.0 -> 27.6); 64- and 128-byte promotion measured the same as none.
-CUtensorMap tensor_map(const __nv_bfloat16* data, int64_t rows, int64_t in, uint32_t box_rows, const char* what) {
+CUtensorMap tensor_map(const void* data, Element element, int64_t rows, int64_t in, uint32_t box_rows,
+                       const char* what) {
   CUtensorMap map;
+  const bool bf16 = element == Element::kBf16;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(in), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(in) * 2};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(in) * (bf16 ? 2 : 1)};
   const cuuint32_t box[2] = {kStreamedBoxK, box_rows};
   const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(data),
+  const CUresult r = tensor_map_encoder()(&map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8,
+                                          2, const_cast<void*>(data),
                                           dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                           CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -57,15 +63,15 @@ void check_blocks_per_sm(int blocks_per_sm) {
 }  // namespace
 
 struct StreamedLinear::Maps {
-  // Keyed by (address, rows, in): a map encodes nothing else of the matrix.
-  using Key = std::tuple<const void*, int64_t, int64_t, uint32_t>;
+  // Keyed by (address, element type, rows, in, box rows): a map encodes nothing else of the matrix.
+  using Key = std::tuple<const void*, Element, int64_t, int64_t, uint32_t>;
   std::map<Key, CUtensorMap> weights, tokens;
 
-  static const CUtensorMap& find_or_make(std::map<Key, CUtensorMap>& maps, const __nv_bfloat16* data, int64_t rows,
-                                         int64_t in, uint32_t box_rows, const char* what) {
-    const Key key{data, rows, in, box_rows};
+  static const CUtensorMap& find_or_make(std::map<Key, CUtensorMap>& maps, const void* data, Element element,
+                                         int64_t rows, int64_t in, uint32_t box_rows, const char* what) {
+    const Key key{data, element, rows, in, box_rows};
     auto it = maps.find(key);
-    if (it == maps.end()) it = maps.emplace(key, tensor_map(data, rows, in, box_rows, what)).first;
+    if (it == maps.end()) it = maps.emplace(key, tensor_map(data, element, rows, in, box_rows, what)).first;
     return it->second;
   }
 
@@ -76,11 +82,12 @@ struct StreamedLinear::Maps {
   struct Launch {
     const CUtensorMap &weights, &tokens, &pass_weights;
   };
-  Launch for_launch(const __nv_bfloat16* x, const __nv_bfloat16* w, int64_t rows, int64_t in, int64_t n,
-                    int pass_tiles) {
-    return {find_or_make(weights, w, rows, in, kStreamedBoxRows, "weight"),
-            find_or_make(tokens, x, n, in, static_cast<uint32_t>(n), "token rows"),
-            find_or_make(weights, w, rows, in, static_cast<uint32_t>(pass_tiles * kStreamedBoxRows), "weight")};
+  Launch for_launch(const void* x, const void* w, int64_t rows, int64_t in, int64_t n, int pass_tiles,
+                    Element element = Element::kBf16) {
+    return {find_or_make(weights, w, element, rows, in, kStreamedBoxRows, "weight"),
+            find_or_make(tokens, x, element, n, in, static_cast<uint32_t>(n), "token rows"),
+            find_or_make(weights, w, element, rows, in, static_cast<uint32_t>(pass_tiles * kStreamedBoxRows),
+                         "weight")};
   }
 };
 
@@ -100,12 +107,9 @@ StreamedLinear::~StreamedLinear() {
   cudaFree(arrivals_);
 }
 
-void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
-                         const LinearOutputs& out, bool out_f32, int64_t n, int64_t in, int64_t out_features,
-                         cudaStream_t stream, int k_slices, int blocks_per_sm) {
-  if (n == 0 || out_features == 0) return;
+StreamedGrid StreamedLinear::plain_grid(int64_t n, int64_t in, int64_t out_features, int& k_slices,
+                                        int blocks_per_sm) const {
   if (k_slices == 0) k_slices = streamed_k_slices(out_features, in, sm_count_);
-  FG_CHECK(!out.add_to_output || !out_f32, "cuda backend: the streamed linear adds to BF16 outputs only");
   if (blocks_per_sm == 0) blocks_per_sm = streamed_blocks_per_sm(out_features, k_slices, n, sm_count_);
   const int64_t tiles = (out_features + kStreamedBoxRows - 1) / kStreamedBoxRows;
   const int64_t chunks = (in + kStreamedBoxK - 1) / kStreamedBoxK;
@@ -115,10 +119,29 @@ void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const _
            "and {} tile slices)",
            in, k_slices, out_features, chunks, kStreamedBoxK, streamed_full_pass_units(sm_count_));
   check_blocks_per_sm(blocks_per_sm);
-  const StreamedGrid grid = streamed_grid(out_features, k_slices, blocks_per_sm, sm_count_);
+  return streamed_grid(out_features, k_slices, blocks_per_sm, sm_count_);
+}
+
+void StreamedLinear::run(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
+                         const LinearOutputs& out, bool out_f32, int64_t n, int64_t in, int64_t out_features,
+                         cudaStream_t stream, int k_slices, int blocks_per_sm) {
+  if (n == 0 || out_features == 0) return;
+  FG_CHECK(!out.add_to_output || !out_f32, "cuda backend: the streamed linear adds to BF16 outputs only");
+  const StreamedGrid grid = plain_grid(n, in, out_features, k_slices, blocks_per_sm);
   const Maps::Launch maps = maps_->for_launch(x, w, out_features, in, n, grid.pass_tiles);
   launch_streamed_linear(maps.weights, maps.tokens, maps.pass_weights, bias, out, out_f32, n, in, out_features,
                          k_slices, grid, slice_sums_, arrivals_, stream);
+}
+
+void StreamedLinear::run_fp8(const uint8_t* x, const float* x_scales, const uint8_t* w, const float* w_scales,
+                             const __nv_bfloat16* bias, const LinearOutputs& out, int64_t n, int64_t in,
+                             int64_t out_features, cudaStream_t stream, int k_slices, int blocks_per_sm) {
+  if (n == 0 || out_features == 0) return;
+  FG_CHECK(in % 16 == 0, "cuda backend: the streamed FP8 linear takes rows of a multiple of 16 bytes, got {}", in);
+  const StreamedGrid grid = plain_grid(n, in, out_features, k_slices, blocks_per_sm);
+  const Maps::Launch maps = maps_->for_launch(x, w, out_features, in, n, grid.pass_tiles, Element::kE4m3);
+  launch_streamed_fp8_linear(maps.weights, maps.tokens, maps.pass_weights, Fp8Scales{x_scales, w_scales}, bias, out,
+                             n, in, out_features, k_slices, grid, slice_sums_, arrivals_, stream);
 }
 
 void StreamedLinear::run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int64_t n,

@@ -53,6 +53,14 @@
 // the tensor core computes each output from its own row and column, so every n in 1..16 gives
 // bit-identical rows.
 //
+// FP8 (StreamedLinear::run_fp8, kFp8): e4m3 weights and token rows stream the same way, a box
+// kChunk bytes wide (the copy engine's box is at most 256 values), so a stage holds half the k of
+// a BF16 one and the ring twice the stages. Each lane's 16 bytes of a row are 64 values of k (one
+// k-step per warp per chunk), converted to f16 for the tensor cores (mma_e4m3.cuh: exact products,
+// fp32 sums): the token fragments once per step, the weight fragments once per tile. The store
+// applies sum * x_scale * w_scale (+ bias) in fp32, the order of fp8_kernels.h, after the slices
+// meet.
+//
 // Slices, measured (bench/RESULTS.md, 2026-11-30): see streamed_k_slices. Thread block
 // clusters that meet through distributed shared memory, instead of the workspace, were slower
 // (8B down_proj in 4 slices: 43.8 us against 34.9; in 2: 32.7 against 32.1).
@@ -60,6 +68,7 @@
 #include "core/cuda/cuda_check.h"
 #include "backend/cuda/input_norm.h"
 #include "backend/cuda/mma_bf16.cuh"
+#include "backend/cuda/mma_e4m3.cuh"
 #include "core/cuda/pdl.cuh"
 #include "backend/cuda/qkv_rope.h"
 #include "backend/cuda/streamed_linear.h"
@@ -74,12 +83,18 @@ namespace {
 constexpr int kTileRows = kStreamedBoxRows;  // weight rows per tensor-core tile (the n8 side)
 constexpr int kPassTiles = kStreamedPassTiles;  // tiles per pass: 64 weight rows share each token fragment
 constexpr int kChunk = kStreamedBoxK;  // k per stage (the tensor copy's box width, its limit)
-constexpr int kTileBytes = kTileRows * kChunk * 2;  // one tensor copy of weights
+// A value of the matrices: BF16, or one e4m3 byte (kFp8). A box is kChunk values wide either way.
+constexpr int value_bytes(bool fp8) { return fp8 ? 1 : 2; }
+constexpr int tile_bytes(bool fp8) { return kTileRows * kChunk * value_bytes(fp8); }  // one tensor copy of weights
 // The token slot of a stage: 16 rows when n > 8 (kUpperHalf), else 8 (rows past n are read but
 // meet only output rows that are not stored).
-constexpr int token_slot_bytes(bool upper_half) { return (upper_half ? kStreamedTokenRows : 8) * kChunk * 2; }
+constexpr int token_slot_bytes(bool upper_half, bool fp8) {
+  return (upper_half ? kStreamedTokenRows : 8) * kChunk * value_bytes(fp8);
+}
 constexpr int kConsumerWarps = 4;
-constexpr int kStepsPerWarp = kChunk / 32 / kConsumerWarps;  // k-steps of 32 per warp per chunk
+// A lane reads 16 bytes of a row per k-step: 8 BF16 values (a step of 32 k per warp) or 16 e4m3
+// (64 k); the steps of a chunk go round-robin to the consumer warps.
+constexpr int steps_per_warp(bool fp8) { return kChunk * value_bytes(fp8) / 64 / kConsumerWarps; }
 constexpr int kThreads = (kConsumerWarps + 1) * 32;          // + the producer warp
 constexpr int kMaxStages = 32;
 constexpr int kPartialBytes = kConsumerWarps * kPassTiles * 4 * 32 * 4;
@@ -202,15 +217,16 @@ __device__ __forceinline__ Pass pass_at(int64_t unit, int64_t unit_end, int64_t 
 // pass holds up to 4 pairs of one half head, its first tiles then their second tiles, as gated.
 // Consumer warp w sums pair w and stores it rotated (q, k) or as it is (v), and k and v also in the
 // cache.
-template <bool kUpperHalf, typename OutT, bool kGated, bool kNorm, bool kRope>
+template <bool kUpperHalf, typename OutT, bool kGated, bool kNorm, bool kRope, bool kFp8>
 __global__ void __launch_bounds__(kThreads, 2)
     streamed_linear_kernel(const __grid_constant__ CUtensorMap weights, const __grid_constant__ CUtensorMap tokens,
                            const __grid_constant__ CUtensorMap pass_weights, const bf16* __restrict__ bias,
                            const LinearOutputs out, int n, int in, int out_features, int64_t tiles_total, int k_slices,
                            float* slice_sums, int* arrivals, int pass_tiles, int stages, const InputNorm norm,
-                           const QkvRope rope) {
+                           const QkvRope rope, const Fp8Scales fp8_scales) {
   static_assert(!kNorm || kGated, "the plain kernel takes no input norm (CudaBackend::takes_input_norm)");
   static_assert(!(kGated && kRope) && (!kRope || std::is_same_v<OutT, bf16>), "RoPE pairs: BF16, not gated");
+  static_assert(!kFp8 || (!kGated && !kRope && std::is_same_v<OutT, bf16>), "FP8: the plain kernel, BF16 out");
   constexpr bool kPaired = kGated || kRope;  // a unit is a pair of tiles
   extern __shared__ __align__(1024) unsigned char shared[];
   auto* partial = reinterpret_cast<float(*)[kPassTiles][4][32]>(shared);  // [warp][tile][acc][lane]
@@ -220,7 +236,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   int* completes = reinterpret_cast<int*>(empty + kMaxStages);  // [tile]: this block adds the tile's last slice
   auto* row_sum_sq = reinterpret_cast<float(*)[16]>(completes + kPassTiles);  // kNorm: [warp][token row]
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  constexpr int kSlotBytes = token_slot_bytes(kUpperHalf);
+  constexpr int kSlotBytes = token_slot_bytes(kUpperHalf, kFp8);
+  constexpr int kTileBytes = tile_bytes(kFp8);
+  constexpr int kRowBytes = kChunk * value_bytes(kFp8);  // a row of a stage's token slot or tile
+  constexpr int kStepsPerWarp = steps_per_warp(kFp8);
   constexpr int kTilesPerUnit = kPaired ? 2 : 1;
   // kRope: tiles in half a head; the passes do not cross one (pass_at).
   const int pair_group = kRope ? rope.head_dim / (2 * kTileRows) : 0;
@@ -258,7 +277,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     // they stream while that grid drains.
     if (lane != 0) return;
     const uint64_t weight_policy = l2_evict_first(), token_policy = l2_evict_last();
-    const int token_bytes = n * kChunk * 2;  // the token box is n rows high
+    const int token_bytes = n * kRowBytes;  // the token box is n rows high
     // Calls visit(item, pass, chunk) for the block's items in order while it returns true.
     auto for_each_item = [&](auto&& visit) {
       int item = 0;
@@ -320,12 +339,22 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int r = 0; r < 2; ++r) {
       const int token = g + r * 8;
       if (token >= n || row0 >= out_features) continue;
+      // FP8: the row's scale was written by the kernel that quantized it (a coherent load: this
+      // warp follows the producer's PDL wait through the ring's barriers, pdl.cuh).
+      const float token_scale = kFp8 ? load_written_f32(fp8_scales.tokens + token) : 1.0f;
       float value[2];
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         value[j] = sum[2 * r + j];
         if constexpr (kNorm) value[j] *= row_scale[r];
-        if (bias != nullptr && row0 + j < out_features) value[j] += __bfloat162float(bias[row0 + j]);
+        if constexpr (kFp8) {  // fp8_kernels.h's order: sum * x_scale * w_scale (+ bias), each rounded
+          if (row0 + j < out_features)
+            value[j] = __fmul_rn(__fmul_rn(value[j], token_scale), fp8_scales.weights[row0 + j]);
+          if (bias != nullptr && row0 + j < out_features)
+            value[j] = __fadd_rn(value[j], __bfloat162float(bias[row0 + j]));
+        } else if (bias != nullptr && row0 + j < out_features) {
+          value[j] += __bfloat162float(bias[row0 + j]);
+        }
       }
       out.put_neighbours<OutT>(token, row0, out_features, value[0], value[1], paired_stores);
     }
@@ -431,21 +460,25 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (chunk + 1 < p.chunk_end) request_norm_weight(chunk + 1);
       const int stage = item % stages;
       mbarrier_wait(&full[stage], (item / stages) & 1);
-      const unsigned char* base = ring + stage * stage_bytes + g * kChunk * 2 + t * 16;
+      const unsigned char* base = ring + stage * stage_bytes + g * kRowBytes + t * 16;
 #pragma unroll
       for (int j = 0; j < kStepsPerWarp; ++j) {
         const int offset = (warp + j * kConsumerWarps) * 64;  // bytes of k-step s = warp + 4 j
         uint4 lo = *reinterpret_cast<const uint4*>(base + offset);
-        uint4 hi = kUpperHalf ? *reinterpret_cast<const uint4*>(base + 8 * kChunk * 2 + offset) : zero;
+        uint4 hi = kUpperHalf ? *reinterpret_cast<const uint4*>(base + 8 * kRowBytes + offset) : zero;
         if constexpr (kNorm) {
           lo = apply_norm_weight(lo, norm_now[j], sum_sq_lo);
           if (kUpperHalf) hi = apply_norm_weight(hi, norm_now[j], sum_sq_hi);
         }
+        // FP8: the token fragments are converted once and serve every tile of the pass.
+        uint32_t token_f16[4][4];
+        if constexpr (kFp8) e4m3_a_fragments<kUpperHalf>(lo, hi, token_f16);
 #pragma unroll
         for (int a = 0; a < kPassTiles; ++a) {
           if (tile_of(a) < p.tiles) {
             const uint4 wv = *reinterpret_cast<const uint4*>(base + kSlotBytes + slot_of(a) * kTileBytes + offset);
-            mma_k32_slice(acc[a], lo, hi, wv);
+            if constexpr (kFp8) mma_e4m3_k64_slice(acc[a], token_f16, wv);
+            else mma_k32_slice(acc[a], lo, hi, wv);
           }
         }
       }
@@ -542,9 +575,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-template <bool kUpperHalf, typename OutT, bool kGated, bool kNorm = false, bool kRope = false>
+template <bool kUpperHalf, typename OutT, bool kGated, bool kNorm = false, bool kRope = false, bool kFp8 = false>
 void set_shared_limit() {
-  FG_CUDA_CHECK(cudaFuncSetAttribute(streamed_linear_kernel<kUpperHalf, OutT, kGated, kNorm, kRope>,
+  FG_CUDA_CHECK(cudaFuncSetAttribute(streamed_linear_kernel<kUpperHalf, OutT, kGated, kNorm, kRope, kFp8>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedBytes));
 }
 
@@ -566,14 +599,14 @@ StreamedGrid grid_for_units(int64_t units, int max_pass, int blocks_per_sm, int 
 // Launches the kernel with as many ring stages as the grid's ring bytes hold. out_features: the
 // output columns (gated: the intermediate size); tiles: the units per slice (gated, kRope: tile
 // pairs).
-template <bool kGated, bool kRope = false>
+template <bool kGated, bool kRope = false, bool kFp8 = false>
 void launch_kernel(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                    const bf16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
                    int64_t out_features, int64_t tiles, int k_slices, StreamedGrid grid, float* slice_sums,
                    int* arrivals, const InputNorm& norm, cudaStream_t stream,
-                   const QkvRope& rope = {}) {
+                   const QkvRope& rope = {}, const Fp8Scales& fp8_scales = {}) {
   const auto [blocks, pass_tiles, ring_bytes] = grid;
-  const int stage_bytes = token_slot_bytes(n > 8) + (kGated || kRope ? 2 : 1) * pass_tiles * kTileBytes;
+  const int stage_bytes = token_slot_bytes(n > 8, kFp8) + (kGated || kRope ? 2 : 1) * pass_tiles * tile_bytes(kFp8);
   const int stages = std::min(kMaxStages, ring_bytes / stage_bytes);
   const int shared_bytes = kHeaderBytes + stages * stage_bytes;
   const int n32 = static_cast<int>(n), in32 = static_cast<int>(in), out32 = static_cast<int>(out_features);
@@ -582,16 +615,16 @@ void launch_kernel(const CUtensorMap& weights, const CUtensorMap& tokens, const 
     // PDL: the kernel may start while the previous one in the stream drains (it waits for it
     // before touching the tokens, the output or the slice sums).
     launch_with_pdl(
-        streamed_linear_kernel<decltype(upper_half)::value, OutT, kGated, decltype(normed)::value, kRope>,
+        streamed_linear_kernel<decltype(upper_half)::value, OutT, kGated, decltype(normed)::value, kRope, kFp8>,
         dim3(static_cast<unsigned>(blocks)), dim3(kThreads), static_cast<size_t>(shared_bytes), stream, weights,
         tokens, pass_weights, bias, out, n32, in32, out32, tiles, k_slices, slice_sums, arrivals, pass_tiles, stages,
-        norm, rope);
+        norm, rope, fp8_scales);
   };
   // The gated kernel (the only one that takes an input norm): BF16 out only, the activation
   // feeds the down projection.
   bf16* const bf16_out = nullptr;
   float* const f32_out = nullptr;
-  if constexpr (kRope) {
+  if constexpr (kRope || kFp8) {
     if (n > 8) launch(std::true_type{}, bf16_out, std::false_type{});
     else launch(std::false_type{}, bf16_out, std::false_type{});
   } else if constexpr (kGated) {
@@ -624,6 +657,8 @@ void configure_streamed_linear_kernels() {
   set_shared_limit<false, bf16, true, true>();
   set_shared_limit<true, bf16, false, false, true>();
   set_shared_limit<false, bf16, false, false, true>();
+  set_shared_limit<true, bf16, false, false, false, true>();
+  set_shared_limit<false, bf16, false, false, false, true>();
 }
 
 StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm, int sm_count) {
@@ -646,6 +681,16 @@ void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& token
   const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
   launch_kernel<false>(weights, tokens, pass_weights, bias, out, out_f32, n, in, out_features, tiles, k_slices, grid,
                        slice_sums, arrivals, InputNorm{}, stream);
+}
+
+void launch_streamed_fp8_linear(const CUtensorMap& weights, const CUtensorMap& tokens,
+                                const CUtensorMap& pass_weights, const Fp8Scales& scales, const bf16* bias,
+                                const LinearOutputs& out, int64_t n, int64_t in, int64_t out_features, int k_slices,
+                                StreamedGrid grid, float* slice_sums, int* arrivals, cudaStream_t stream) {
+  if (n == 0 || out_features == 0) return;
+  const int64_t tiles = (out_features + kTileRows - 1) / kTileRows;
+  launch_kernel<false, false, true>(weights, tokens, pass_weights, bias, out, false, n, in, out_features, tiles,
+                                    k_slices, grid, slice_sums, arrivals, InputNorm{}, stream, QkvRope{}, scales);
 }
 
 void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap& tokens,

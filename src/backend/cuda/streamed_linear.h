@@ -115,6 +115,8 @@ inline bool qkv_rope_streamed_applies(int64_t rows, int64_t in, int64_t head_dim
   return head_dim % 16 == 0 && rows % head_dim == 0 && streams_unsplit(rows, in, sm_count);
 }
 
+struct StreamedGrid;
+
 // out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]), fp32 accumulation, bias added in fp32, one
 // rounding to the output type. x [n, in] BF16 with 1 <= n <= 16, rows contiguous; w
 // [out_features, in] BF16; bias [out_features] BF16 or null; out: the [n, out_features] outputs,
@@ -161,8 +163,19 @@ class StreamedLinear {
                     const LinearOutputs& out, const QkvRope& rope, int64_t n, int64_t in, int64_t rows,
                     cudaStream_t stream, int blocks_per_sm = 0);
 
+  // The FP8 linear of fp8_kernels.h (launch_fp8_small_n_linear's contract, in % 16 == 0) streamed:
+  // x [n, in] e4m3 rows with scales [n], w [out_features, in] e4m3 with scales [out_features]; each
+  // output is sum * x_scale * w_scale (+ bias) in fp32 in that order, one rounding to BF16 (added
+  // to the output with out.add_to_output). k_slices and blocks_per_sm as in run(); a row's bits
+  // depend on `in` and the slice count alone.
+  void run_fp8(const uint8_t* x, const float* x_scales, const uint8_t* w, const float* w_scales,
+               const __nv_bfloat16* bias, const LinearOutputs& out, int64_t n, int64_t in, int64_t out_features,
+               cudaStream_t stream, int k_slices = 0, int blocks_per_sm = 0);
+
  private:
   struct Maps;
+  // The grid of a plain (or FP8) run; resolves k_slices 0 and blocks_per_sm 0 and checks both.
+  StreamedGrid plain_grid(int64_t n, int64_t in, int64_t out_features, int& k_slices, int blocks_per_sm) const;
   int sm_count_;
   std::unique_ptr<Maps> maps_;
   float* slice_sums_ = nullptr;  // [slice][tile][acc][lane] of a split weight
@@ -199,6 +212,20 @@ void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& token
                             const __nv_bfloat16* bias, const LinearOutputs& out, bool out_f32, int64_t n, int64_t in,
                             int64_t out_features, int k_slices, StreamedGrid grid, float* slice_sums,
                             int* arrivals, cudaStream_t stream);
+
+// The scales of an FP8 launch (launch_streamed_fp8_linear): per token row and per weight row.
+struct Fp8Scales {
+  const float* tokens = nullptr;
+  const float* weights = nullptr;
+};
+
+// The FP8 kernel over the maps StreamedLinear::run_fp8 makes (as launch_streamed_linear's, of e4m3
+// matrices: a box is kStreamedBoxK bytes wide); same contract as StreamedLinear::run_fp8.
+void launch_streamed_fp8_linear(const CUtensorMap& weights, const CUtensorMap& tokens,
+                                const CUtensorMap& pass_weights, const Fp8Scales& scales,
+                                const __nv_bfloat16* bias, const LinearOutputs& out, int64_t n, int64_t in,
+                                int64_t out_features, int k_slices, StreamedGrid grid, float* slice_sums,
+                                int* arrivals, cudaStream_t stream);
 
 // The gated kernel over the maps StreamedLinear::run_gated makes: the span [2 x intermediate, in]
 // in kStreamedBoxRows x kStreamedBoxK boxes and in grid.pass_tiles x kStreamedBoxRows x

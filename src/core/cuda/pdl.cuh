@@ -55,7 +55,7 @@ __device__ __forceinline__ void wait_for_prerequisite_grids() { asm volatile("gr
 // their own wait still orders them after this grid's completion).
 __device__ __forceinline__ void allow_dependent_grids() { asm volatile("griddepcontrol.launch_dependents;"); }
 
-// 16 and 8 bytes of what an earlier kernel of the chain wrote, after the wait: ld.global (cached
+// 16, 8 and 4 bytes of what an earlier kernel of the chain wrote, after the wait: ld.global (cached
 // in L1, coherent), which ptxas keeps behind griddepcontrol.wait. The "memory" clobber keeps the
 // compiler from moving it there either.
 __device__ __forceinline__ uint4 load_written_16(const void* p) {
@@ -69,6 +69,11 @@ __device__ __forceinline__ uint4 load_written_16(const void* p) {
 __device__ __forceinline__ uint2 load_written_8(const void* p) {
   uint2 v;
   asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ float load_written_f32(const float* p) {
+  float v;
+  asm volatile("ld.global.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
   return v;
 }
 
