@@ -51,7 +51,9 @@ class CudaRunner : public test::RunnerTest<Param> {
   // Small Llama shapes with the head sizes of real models (the fixtures' 16 and 32 are served by
   // the reference attention only), so flash and split_kv run through the runner too. The 8 KV heads
   // of dummy-hd128-kv8 (Llama 3's) put the `auto` attention's switch from split_kv to flash
-  // between buckets of 8 and 16 decodes on a 132-SM H200 (auto_attention.h).
+  // between buckets of 8 and 16 decodes on a 132-SM H200 (auto_attention.h). The `-mlp4096`
+  // variants' gate/up span (8192 rows) is one the decode linears stream (streamed_linear.h:
+  // prefers_streamed_linear on 132 SMs), so the streamed kernel's graph == eager shows too.
   static std::string dummy_config(const std::string& name) {
     struct Shape {
       int hidden, heads, kv_heads, head_dim;
@@ -59,10 +61,11 @@ class CudaRunner : public test::RunnerTest<Param> {
     const Shape shape = name.ends_with("hd128-gqa8")  ? Shape{1024, 8, 1, 128}
                         : name.ends_with("hd128-kv8") ? Shape{1024, 32, 8, 128}
                                                       : Shape{512, 8, 2, 64};
-    return fmt::format(R"({{"architectures": ["LlamaForCausalLM"], "hidden_size": {}, "intermediate_size": 512,
+    const int intermediate = name.find("-mlp4096") != std::string::npos ? 4096 : 512;
+    return fmt::format(R"({{"architectures": ["LlamaForCausalLM"], "hidden_size": {}, "intermediate_size": {},
         "num_hidden_layers": 2, "num_attention_heads": {}, "num_key_value_heads": {}, "head_dim": {},
         "vocab_size": 1000, "max_position_embeddings": 4096, "rope_theta": 500000.0}})",
-                       shape.hidden, shape.heads, shape.kv_heads, shape.head_dim);
+                       shape.hidden, intermediate, shape.heads, shape.kv_heads, shape.head_dim);
   }
 };
 
@@ -159,6 +162,7 @@ std::vector<Param> params() {
   // them), and a checkpoint with static input scales.
   out.push_back({"dummy-fp8-hd128-kv8", "auto"});
   out.push_back({"dummy-fp8-hd64-gqa4", "flash"});
+  out.push_back({"dummy-fp8-mlp4096-hd64-gqa4", "split_kv"});
   out.push_back({"fp8/tiny-llama-fp8-static", "reference"});
   // FP8 KV caches (e4m3 writes, dequantizing attention reads), with BF16 and with FP8 linears.
   out.push_back({"dummy-hd64-gqa4", "flash", true});
