@@ -243,6 +243,17 @@ class Backend {
     rms_norm_linear_group(x, norm_weight, eps, normed, span, qkv);
     rope_and_cache_write(qkv[0].out, qkv[1].out, qkv[2].out, positions, slot_mapping, rope_cos_sin, cache);
   }
+  // The same for FP8 q/k/v linears over rows already rounded to e4m3: linear_fp8_group into the
+  // q, k and v parts (in that order), then rope_and_cache_write of them, run as one kernel where a
+  // backend can, with the bits of the two steps.
+  virtual void linear_fp8_qkv_rope_cache_write(const Fp8Rows& x, const std::vector<Fp8LinearPart>& qkv,
+                                               const Tensor& positions, const Tensor& slot_mapping,
+                                               const Tensor& rope_cos_sin, const KvCacheLayer& cache) {
+    FG_CHECK(qkv.size() == 3, "linear_fp8_qkv_rope_cache_write takes the q, k and v parts, got {} parts",
+             qkv.size());
+    linear_fp8_group(x, qkv);
+    rope_and_cache_write(qkv[0].out, qkv[1].out, qkv[2].out, positions, slot_mapping, rope_cos_sin, cache);
+  }
   // linear_silu_mul over rms_norm(x) with norm_weight, normed as in rms_norm_linear_group.
   virtual void rms_norm_linear_silu_mul(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
                                         const Tensor& gate, const Tensor& up, const Tensor& gate_out,

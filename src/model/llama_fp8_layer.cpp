@@ -46,13 +46,21 @@ void LlamaModel::fp8_layer(int64_t l, const StepInputs& step, const KvCache& kv,
   const int64_t I = c.intermediate_size, qkv_width = c.q_size() + 2 * c.kv_size();
   const Tensor gate = span.rows(0, n * I).view({n, I}), up = span.rows(n * I, n * I).view({n, I});
 
-  // Attention block.
-  if (w.qkv_fp8()) {
-    normed_fp8_group(residual, w.input_norm,
-                     {{&w.q_proj, &w.q_scale, c.qkv_bias ? &w.q_bias : nullptr, q},
-                      {&w.k_proj, &w.k_scale, c.qkv_bias ? &w.k_bias : nullptr, k},
-                      {&w.v_proj, &w.v_scale, c.qkv_bias ? &w.v_bias : nullptr, v}},
-                     {w.q_in, w.k_in, w.v_in}, n);
+  // Attention block. FP8 q/k/v over rows that all round alike, without q/k norms: the linears,
+  // RoPE and the cache write in one op (one kernel where the backend fuses them).
+  const std::vector<Fp8LinearPart> qkv_fp8 = {{&w.q_proj, &w.q_scale, c.qkv_bias ? &w.q_bias : nullptr, q},
+                                              {&w.k_proj, &w.k_scale, c.qkv_bias ? &w.k_bias : nullptr, k},
+                                              {&w.v_proj, &w.v_scale, c.qkv_bias ? &w.v_bias : nullptr, v}};
+  const bool qkv_rows_alike = w.q_in == w.k_in && w.k_in == w.v_in;
+  bool rope_done = false;
+  if (w.qkv_fp8() && qkv_rows_alike && !c.qk_norm) {
+    const Fp8Rows rows = fp8_rows(n, residual.dim(1));
+    b.rms_norm_quantize_fp8(residual, w.input_norm, eps, normed, w.q_in.static_scale(), rows);
+    b.linear_fp8_qkv_rope_cache_write(rows, qkv_fp8, step.positions, step.slot_mapping, rope_cos_sin_.tensor,
+                                      kv.layers[l]);
+    rope_done = true;
+  } else if (w.qkv_fp8()) {
+    normed_fp8_group(residual, w.input_norm, qkv_fp8, {w.q_in, w.k_in, w.v_in}, n);
   } else {
     b.rms_norm_linear_group(residual, w.input_norm, eps, normed, span.rows(0, n * qkv_width).view({n, qkv_width}),
                             {{&w.q_proj, c.qkv_bias ? &w.q_bias : nullptr, q},
@@ -62,7 +70,7 @@ void LlamaModel::fp8_layer(int64_t l, const StepInputs& step, const KvCache& kv,
   if (c.qk_norm) {
     b.qk_norm_rope_cache_write(q, k, v, w.q_norm, w.k_norm, eps, step.positions, step.slot_mapping,
                                rope_cos_sin_.tensor, kv.layers[l]);
-  } else {
+  } else if (!rope_done) {
     b.rope_and_cache_write(q, k, v, step.positions, step.slot_mapping, rope_cos_sin_.tensor, kv.layers[l]);
   }
   b.attention(q, kv.layers[l], step.attention, attention_scale_, attn_out);

@@ -11,14 +11,17 @@
 // poison.
 //
 // Tolerance: relative error <= 1e-2, as gpu_test_support.h explains; the fused launch against the
-// steps is exact.
+// steps is exact. The FP8 op (linear_fp8_qkv_rope_cache_write) is held to the bits of its steps.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 
+#include "backend/cuda/streamed_linear.h"
 #include "gpu/cuda_kernels_env.h"
 #include "model/rope.h"
 
@@ -178,6 +181,78 @@ TEST(CudaQkvRope, OneLaunchHasTheBitsOfTheStepsAndMatchesCpu) {
           }
         }
         EXPECT_LE(relative_error(got_cache, want_cache), kTolerance) << what << ": caches";
+      }
+    }
+  }
+}
+
+// linear_fp8_qkv_rope_cache_write: where the FP8 q/k/v span streams (the 8B's, and heads of 64 with
+// GQA 3) and the rows are decode rows, one streamed launch over e4m3 weights and rows, which must
+// leave q, k, v and both caches with the bits of Backend's default steps (linear_fp8_group, then
+// rope_and_cache_write); past 16 rows the op is those steps. The weights are quantized per output
+// channel and the rows per token on the device, as the engine does; with and without biases; every
+// third token padded.
+TEST(CudaQkvRope, Fp8OneLaunchHasTheBitsOfTheSteps) {
+  FG_REQUIRE_GPU();
+  Env e;
+  const int64_t block_size = 16, max_positions = 4096;
+  for (const QkvCase& c : {QkvCase{4096, 32, 8, 128}, QkvCase{4096, 48, 16, 64}}) {
+    const int64_t q_size = c.heads * c.head_dim, kv_size = c.kv_heads * c.head_dim, rows = q_size + 2 * kv_size;
+    ASSERT_TRUE(cuda::qkv_rope_streamed_applies(rows, c.in, c.head_dim, e.gpu.sm_count()));
+    Bf16Values span = e.random(rows * c.in, 1.0f / std::sqrt(static_cast<float>(c.in)));
+    Bf16Values bias_span = e.random(rows, 0.5f);
+    const Tensor span_gpu = e.bf16(span, {rows, c.in}), bias_gpu = e.bf16(bias_span, {rows});
+    const Tensor span8 = e.poisoned(DType::kF8E4M3, {rows, c.in}), scales = e.poisoned(DType::kF32, {rows});
+    e.gpu.quantize_weight_fp8(span_gpu, span8, scales);
+    const std::vector<int64_t> part_rows = {q_size, kv_size, kv_size};
+    std::vector<Tensor> part_w, part_s, part_b;
+    for (int64_t p = 0, row0 = 0; p < 3; row0 += part_rows[p], ++p) {
+      part_w.push_back(span8.rows(row0, part_rows[p]));
+      part_s.push_back(scales.rows(row0, part_rows[p]));
+      part_b.push_back(bias_gpu.rows(row0, part_rows[p]));
+    }
+    std::vector<float> table = rope_cos_sin_table(RopeConfig{}, c.head_dim, max_positions);
+    const Tensor table_gpu = e.device(DType::kF32, table, {max_positions, c.head_dim});
+    for (bool with_bias : {false, true}) {
+      for (int64_t n : {1, 5, 8, 9, 16, 17}) {
+        const std::string what = fmt::format("FP8, in {}, heads {}/{}, hd {}, n {}{}", c.in, c.heads, c.kv_heads,
+                                             c.head_dim, n, with_bias ? ", bias" : "");
+        const int64_t num_blocks = 2 + (n + block_size - 1) / block_size, slots = num_blocks * block_size;
+        auto [positions, slot_mapping] = random_token_slots(e.rng, n, max_positions, slots, block_size, 1, 3);
+        const Tensor positions_gpu = e.device(DType::kI32, positions, {n});
+        const Tensor slots_gpu = e.device(DType::kI64, slot_mapping, {n});
+        const Tensor x_gpu = e.bf16(e.random(n * c.in, 2.0f), {n, c.in});
+        const Fp8Rows x8{e.poisoned(DType::kF8E4M3, {n, c.in}), e.poisoned(DType::kF32, {n})};
+        e.gpu.quantize_fp8(x_gpu, 0.0f, x8);
+        auto run = [&](bool op) {
+          QkvRun r = poisoned_run(e, n, c, num_blocks, block_size);
+          const std::vector<Fp8LinearPart> qkv = {{&part_w[0], &part_s[0], with_bias ? &part_b[0] : nullptr, r.q},
+                                                  {&part_w[1], &part_s[1], with_bias ? &part_b[1] : nullptr, r.k},
+                                                  {&part_w[2], &part_s[2], with_bias ? &part_b[2] : nullptr, r.v}};
+          const KvCacheLayer cache{r.k_cache, r.v_cache};
+          if (op) e.gpu.linear_fp8_qkv_rope_cache_write(x8, qkv, positions_gpu, slots_gpu, table_gpu, cache);
+          else e.gpu.Backend::linear_fp8_qkv_rope_cache_write(x8, qkv, positions_gpu, slots_gpu, table_gpu, cache);
+          return r;
+        };
+        const QkvRun one = run(true), steps = run(false);
+        for (const auto& [got, want, name] : {std::tuple{one.q, steps.q, "q"}, {one.k, steps.k, "k"},
+                                              {one.v, steps.v, "v"}, {one.k_cache, steps.k_cache, "k cache"},
+                                              {one.v_cache, steps.v_cache, "v cache"}}) {
+          const auto a = gpu_test::download<uint16_t>(got), b = gpu_test::download<uint16_t>(want);
+          int64_t differ = 0, unwritten = 0;
+          for (size_t i = 0; i < a.size(); ++i) {
+            differ += a[i] != b[i];
+            unwritten += a[i] == kPoisonBf16;
+          }
+          EXPECT_EQ(differ, 0) << what << ": elements of " << name << " whose bits differ from the steps'";
+          const bool cache = std::string(name).ends_with("cache");  // padded tokens' slots keep the poison
+          if (!cache) EXPECT_EQ(unwritten, 0) << what << ": elements of " << name << " left unwritten";
+        }
+        const auto k_cache = gpu_test::download<uint16_t>(one.k_cache);
+        const int64_t cached = std::count_if(slot_mapping.begin(), slot_mapping.end(), [](int64_t s) { return s >= 0; });
+        const int64_t written =
+            std::count_if(k_cache.begin(), k_cache.end(), [](uint16_t b) { return b != kPoisonBf16; });
+        EXPECT_EQ(written, cached * kv_size) << what;
       }
     }
   }

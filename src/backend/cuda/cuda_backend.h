@@ -21,6 +21,7 @@
 #include "backend/cuda/input_norm.h"
 #include "backend/cuda/kv_cache_write.h"
 #include "backend/cuda/linear_outputs.h"
+#include "backend/cuda/qkv_rope.h"
 #include "core/size_buckets.h"
 
 namespace fg {
@@ -172,6 +173,9 @@ class CudaBackend final : public Backend {
   void silu_mul_quantize_fp8(const Tensor& gate, const Tensor& up, const Tensor& act, float static_scale,
                              const Fp8Rows& out) override;
   void linear_fp8_group(const Fp8Rows& x, const std::vector<Fp8LinearPart>& parts) override;
+  void linear_fp8_qkv_rope_cache_write(const Fp8Rows& x, const std::vector<Fp8LinearPart>& qkv, const Tensor& positions,
+                                       const Tensor& slot_mapping, const Tensor& rope_cos_sin,
+                                       const KvCacheLayer& cache) override;
   void linear_fp8_residual_add(const Fp8Rows& x, const Tensor& weight, const Tensor& scale, const Tensor& out,
                                const Tensor& residual) override;
   void quantize_weight_fp8(const Tensor& w, const Tensor& q, const Tensor& scales) override;
@@ -192,6 +196,10 @@ class CudaBackend final : public Backend {
   static cuda::KvCacheWrite kv_cache_write(const KvCacheLayer& cache, const RopeShape& r) {
     return {cache.k.data, cache.v.data, r.slots, cache.k.dtype == DType::kF8E4M3, cache.k_scale, cache.v_scale};
   }
+  // The RoPE inputs and the (BF16) cache of a fused q/k/v store (qkv_rope.h), checked by
+  // check_rope_inputs as r.
+  static cuda::QkvRope qkv_rope(const RopeShape& r, const Tensor& positions, const Tensor& slot_mapping,
+                                const Tensor& rope_cos_sin, const KvCacheLayer& cache);
   // Whether a linear of n rows by `path` runs on cuBLASLt (the bucket rule for kAuto).
   bool runs_cublaslt(LinearPath path, int64_t n) const;
   // A checked linear by a small-n path (kAuto: the small-n kernel, in 16-row groups when batch

@@ -64,6 +64,22 @@ bool fp8_fusable(const std::vector<Fp8LinearPart>& parts) {
   return true;
 }
 
+// The outputs of fusable parts (fp8_fusable) as one launch's: the parts' columns back to back;
+// rows gets the total.
+cuda::LinearOutputs fused_outputs(const std::vector<Fp8LinearPart>& parts, int64_t& rows) {
+  cuda::LinearOutputs outputs{};
+  rows = 0;
+  const size_t count = std::min(parts.size(), static_cast<size_t>(cuda::LinearOutputs::kMaxParts));
+  for (size_t i = 0; i < count; ++i) {
+    outputs.data[i] = parts[i].out.data;
+    outputs.begin[i] = rows;
+    rows += parts[i].weight->dim(0);
+  }
+  outputs.begin[count] = rows;
+  outputs.parts = static_cast<int>(count);
+  return outputs;
+}
+
 void check_static_scale(float static_scale) {
   FG_CHECK(std::isfinite(static_scale) && static_scale >= 0.0f,
            "cuda backend: a static FP8 input scale must be positive and finite (0: a scale per row), got {}",
@@ -160,15 +176,8 @@ void CudaBackend::linear_fp8_group(const Fp8Rows& x, const std::vector<Fp8Linear
     return;
   }
   if (fp8_fusable(parts)) {
-    cuda::LinearOutputs outputs{};
     int64_t rows = 0;
-    for (size_t i = 0; i < parts.size(); ++i) {
-      outputs.data[i] = parts[i].out.data;
-      outputs.begin[i] = rows;
-      rows += parts[i].weight->dim(0);
-    }
-    outputs.begin[parts.size()] = rows;
-    outputs.parts = static_cast<int>(parts.size());
+    const cuda::LinearOutputs outputs = fused_outputs(parts, rows);
     run_fp8_small_n(x, parts[0].weight->data, parts[0].scale->data, bias_data(parts[0]), outputs, rows);
     return;
   }
@@ -176,6 +185,35 @@ void CudaBackend::linear_fp8_group(const Fp8Rows& x, const std::vector<Fp8Linear
     const int64_t rows = p.weight->dim(0);
     run_fp8_small_n(x, p.weight->data, p.scale->data, bias_data(p), cuda::LinearOutputs::whole(p.out.data, rows), rows);
   }
+}
+
+void CudaBackend::linear_fp8_qkv_rope_cache_write(const Fp8Rows& x, const std::vector<Fp8LinearPart>& qkv,
+                                                  const Tensor& positions, const Tensor& slot_mapping,
+                                                  const Tensor& rope_cos_sin, const KvCacheLayer& cache) {
+  check_fp8_rows(x, "linear_fp8_qkv_rope_cache_write");
+  for (const Fp8LinearPart& p : qkv) check_fp8_part(x, p);
+  const int64_t n = x.values.dim(0), in = x.values.dim(1);
+  int64_t rows = 0;
+  const cuda::LinearOutputs outputs = fused_outputs(qkv, rows);
+  // One streamed launch where the BF16 q/k/v would take the streamed kernel with RoPE (a span that
+  // streams unsplit, decode rows, not batch invariant) and the cache is BF16 (its fused stores
+  // write BF16); else the linear, then the RoPE kernel.
+  const bool fused = qkv.size() == 3 && fuses_small_n(n) && fp8_fusable(qkv) && cache.k.dtype == DType::kBF16 &&
+                     positions.rank == 1 && qkv[0].out.rank == 2 && qkv[1].out.rank == 2 &&
+                     cuda::qkv_rope_streamed_applies(rows, in, rope_cos_sin.rank == 2 ? rope_cos_sin.dim(1) : 0,
+                                                     sm_count_);
+  if (!fused) {
+    Backend::linear_fp8_qkv_rope_cache_write(x, qkv, positions, slot_mapping, rope_cos_sin, cache);
+    return;
+  }
+  const RopeShape r =
+      check_rope_inputs(qkv[0].out, qkv[1].out, qkv[2].out, positions, slot_mapping, rope_cos_sin, cache);
+  const cuda::QkvRope rope = qkv_rope(r, positions, slot_mapping, rope_cos_sin, cache);
+  if (n == 0) return;
+  streamed_->run_qkv_rope_fp8(x.values.as<const uint8_t>(), x.scales.as<const float>(),
+                              qkv[0].weight->as<const uint8_t>(), qkv[0].scale->as<const float>(),
+                              static_cast<const __nv_bfloat16*>(bias_data(qkv[0])), outputs, rope, n, in, rows,
+                              stream_);
 }
 
 void CudaBackend::linear_fp8_residual_add(const Fp8Rows& x, const Tensor& weight, const Tensor& scale,

@@ -219,18 +219,9 @@ void CudaBackend::rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& n
   const cuda::LinearOutputs outputs = group_outputs(x, qkv, rows);
   const RopeShape r =
       check_rope_inputs(qkv[0].out, qkv[1].out, qkv[2].out, positions, slot_mapping, rope_cos_sin, cache);
-  FG_CHECK(r.max_positions <= INT32_MAX, "cuda backend: a RoPE table of {} positions is too large", r.max_positions);
+  const cuda::QkvRope rope = qkv_rope(r, positions, slot_mapping, rope_cos_sin, cache);
   const int64_t n = x.dim(0);
   if (n == 0) return;
-  cuda::QkvRope rope;
-  rope.positions = positions.as<const int32_t>();
-  rope.slot_mapping = slot_mapping.as<const int64_t>();
-  rope.cos_sin = rope_cos_sin.as<const float>();
-  rope.k_cache = static_cast<__nv_bfloat16*>(cache.k.data);
-  rope.v_cache = static_cast<__nv_bfloat16*>(cache.v.data);
-  rope.head_dim = static_cast<int>(r.head_dim);
-  rope.max_positions = static_cast<int>(r.max_positions);
-  rope.num_slots = r.slots;
   const auto* w16 = static_cast<const __nv_bfloat16*>(qkv[0].weight->data);
   const auto* b16 = static_cast<const __nv_bfloat16*>(has_data(qkv[0].bias) ? qkv[0].bias->data : nullptr);
   if (takes_input_norm(rows, x.dim(1))) {
@@ -242,6 +233,21 @@ void CudaBackend::rms_norm_qkv_rope_cache_write(const Tensor& x, const Tensor& n
   rms_norm(x, norm_weight, eps, normed);
   streamed_->run_qkv_rope(static_cast<const __nv_bfloat16*>(normed.data), w16, b16, outputs, rope, n, x.dim(1), rows,
                           stream_);
+}
+
+cuda::QkvRope CudaBackend::qkv_rope(const RopeShape& r, const Tensor& positions, const Tensor& slot_mapping,
+                                    const Tensor& rope_cos_sin, const KvCacheLayer& cache) {
+  FG_CHECK(r.max_positions <= INT32_MAX, "cuda backend: a RoPE table of {} positions is too large", r.max_positions);
+  cuda::QkvRope rope;
+  rope.positions = positions.as<const int32_t>();
+  rope.slot_mapping = slot_mapping.as<const int64_t>();
+  rope.cos_sin = rope_cos_sin.as<const float>();
+  rope.k_cache = static_cast<__nv_bfloat16*>(cache.k.data);
+  rope.v_cache = static_cast<__nv_bfloat16*>(cache.v.data);
+  rope.head_dim = static_cast<int>(r.head_dim);
+  rope.max_positions = static_cast<int>(r.max_positions);
+  rope.num_slots = r.slots;
+  return rope;
 }
 
 bool CudaBackend::runs_span(int64_t n, const Tensor& span, const std::vector<LinearPart>& parts) const {

@@ -163,6 +163,26 @@ void StreamedLinear::run_qkv_rope(const __nv_bfloat16* x, const __nv_bfloat16* w
                                   const LinearOutputs& out, const QkvRope& rope, int64_t n, int64_t in, int64_t rows,
                                   cudaStream_t stream, int blocks_per_sm) {
   if (n == 0 || rows == 0) return;
+  const StreamedGrid grid = qkv_rope_grid(out, rope, in, rows, blocks_per_sm);
+  const Maps::Launch maps = maps_->for_launch(x, w, rows, in, n, grid.pass_tiles);
+  launch_streamed_qkv_rope(maps.weights, maps.tokens, maps.pass_weights, bias, out, rope, n, in, rows, grid,
+                           stream);
+}
+
+void StreamedLinear::run_qkv_rope_fp8(const uint8_t* x, const float* x_scales, const uint8_t* w,
+                                      const float* w_scales, const __nv_bfloat16* bias, const LinearOutputs& out,
+                                      const QkvRope& rope, int64_t n, int64_t in, int64_t rows, cudaStream_t stream) {
+  if (n == 0 || rows == 0) return;
+  FG_CHECK(in % 16 == 0, "cuda backend: the streamed FP8 linear takes rows of a multiple of 16 bytes, got {}", in);
+  const StreamedGrid grid = qkv_rope_grid(out, rope, in, rows, 0);
+  const Maps::Launch maps = maps_->for_launch(x, w, rows, in, n, grid.pass_tiles, Element::kE4m3);
+  const Fp8Scales scales{x_scales, w_scales};
+  launch_streamed_qkv_rope(maps.weights, maps.tokens, maps.pass_weights, bias, out, rope, n, in, rows, grid, stream,
+                           &scales);
+}
+
+StreamedGrid StreamedLinear::qkv_rope_grid(const LinearOutputs& out, const QkvRope& rope, int64_t in, int64_t rows,
+                                           int blocks_per_sm) const {
   FG_CHECK(qkv_rope_streamed_applies(rows, in, rope.head_dim, sm_count_) && out.parts == 3 &&
                out.begin[3] == rows && out.begin[2] % rope.head_dim == 0 && out.begin[1] % rope.head_dim == 0,
            "cuda backend: the streamed q/k/v linear with RoPE does not take a {} x {} span in parts of {}, {} and {} "
@@ -177,10 +197,7 @@ void StreamedLinear::run_qkv_rope(const __nv_bfloat16* x, const __nv_bfloat16* w
   // 4.154-4.177). At n <= 8 one per SM was slower still (the q/k/v launch 13.3 -> 24.3 us).
   if (blocks_per_sm == 0) blocks_per_sm = kStreamedBlocksPerSm;
   check_blocks_per_sm(blocks_per_sm);
-  const StreamedGrid grid = streamed_qkv_rope_grid(rows, blocks_per_sm, sm_count_);
-  const Maps::Launch maps = maps_->for_launch(x, w, rows, in, n, grid.pass_tiles);
-  launch_streamed_qkv_rope(maps.weights, maps.tokens, maps.pass_weights, bias, out, rope, n, in, rows, grid,
-                           stream);
+  return streamed_qkv_rope_grid(rows, blocks_per_sm, sm_count_);
 }
 
 }  // namespace fg::cuda

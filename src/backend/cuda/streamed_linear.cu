@@ -59,7 +59,7 @@
 // k-step per warp per chunk), converted to f16 for the tensor cores (mma_e4m3.cuh: exact products,
 // fp32 sums): the token fragments once per step, the weight fragments once per tile. The store
 // applies sum * x_scale * w_scale (+ bias) in fp32, the order of fp8_kernels.h, after the slices
-// meet.
+// meet; with kRope (StreamedLinear::run_qkv_rope_fp8) before the rotation, as the unfused steps.
 //
 // Slices, measured (bench/RESULTS.md, 2026-11-30): see streamed_k_slices. Thread block
 // clusters that meet through distributed shared memory, instead of the workspace, were slower
@@ -226,7 +226,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                            const QkvRope rope, const Fp8Scales fp8_scales) {
   static_assert(!kNorm || kGated, "the plain kernel takes no input norm (CudaBackend::takes_input_norm)");
   static_assert(!(kGated && kRope) && (!kRope || std::is_same_v<OutT, bf16>), "RoPE pairs: BF16, not gated");
-  static_assert(!kFp8 || (!kGated && !kRope && std::is_same_v<OutT, bf16>), "FP8: the plain kernel, BF16 out");
+  static_assert(!kFp8 || (!kGated && std::is_same_v<OutT, bf16>), "FP8: the plain or RoPE kernel, BF16 out");
   constexpr bool kPaired = kGated || kRope;  // a unit is a pair of tiles
   extern __shared__ __align__(1024) unsigned char shared[];
   auto* partial = reinterpret_cast<float(*)[kPassTiles][4][32]>(shared);  // [warp][tile][acc][lane]
@@ -333,29 +333,28 @@ __global__ void __launch_bounds__(kThreads, 2)
   // Accumulators 2r and 2r + 1 of lane (g, t) are token g + 8 r's two neighbouring columns 2t, 2t + 1
   // of the tile: one paired store where the outputs allow it (LinearOutputs::pairs_fit).
   const bool paired_stores = out.pairs_fit();
+  // FP8: token `token`'s scale, written by the kernel that quantized the row (a coherent load:
+  // this warp follows the producer's PDL wait through the ring's barriers, pdl.cuh).
+  auto token_scale = [&](int token) { return kFp8 ? load_written_f32(fp8_scales.tokens + token) : 1.0f; };
+  // The output of weight row `row` from its sum: FP8, sum * x_scale * w_scale in fp8_kernels.h's
+  // order; then the bias; each step rounded in fp32 (no contraction).
+  auto finish = [&](float sum, float x_scale, int64_t row) {
+    float value = sum;
+    if constexpr (kFp8) value = __fmul_rn(__fmul_rn(value, x_scale), fp8_scales.weights[row]);
+    if (bias != nullptr) value = __fadd_rn(value, __bfloat162float(bias[row]));
+    return value;
+  };
   auto store_tile = [&](int64_t tile_index, const float (&sum)[4]) {
     const int64_t row0 = tile_index * kTileRows + 2 * t;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int token = g + r * 8;
       if (token >= n || row0 >= out_features) continue;
-      // FP8: the row's scale was written by the kernel that quantized it (a coherent load: this
-      // warp follows the producer's PDL wait through the ring's barriers, pdl.cuh).
-      const float token_scale = kFp8 ? load_written_f32(fp8_scales.tokens + token) : 1.0f;
+      const float x_scale = token_scale(token);
       float value[2];
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        value[j] = sum[2 * r + j];
-        if constexpr (kNorm) value[j] *= row_scale[r];
-        if constexpr (kFp8) {  // fp8_kernels.h's order: sum * x_scale * w_scale (+ bias), each rounded
-          if (row0 + j < out_features)
-            value[j] = __fmul_rn(__fmul_rn(value[j], token_scale), fp8_scales.weights[row0 + j]);
-          if (bias != nullptr && row0 + j < out_features)
-            value[j] = __fadd_rn(value[j], __bfloat162float(bias[row0 + j]));
-        } else if (bias != nullptr && row0 + j < out_features) {
-          value[j] += __bfloat162float(bias[row0 + j]);
-        }
-      }
+      for (int j = 0; j < 2; ++j)  // a row past the end is not stored
+        value[j] = row0 + j < out_features ? finish(sum[2 * r + j], x_scale, row0 + j) : 0.0f;
       out.put_neighbours<OutT>(token, row0, out_features, value[0], value[1], paired_stores);
     }
   };
@@ -417,15 +416,12 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int r = 0; r < 2; ++r) {
       const int token = g + r * 8;
       if (token >= n) continue;
+      const float x_scale = token_scale(token);
       float a[2], b[2];  // columns column + j and partner + j
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        a[j] = first[2 * r + j];
-        b[j] = second[2 * r + j];
-        if (bias != nullptr) {
-          a[j] += __bfloat162float(bias[column + j]);
-          b[j] += __bfloat162float(bias[partner + j]);
-        }
+        a[j] = finish(first[2 * r + j], x_scale, column + j);
+        b[j] = finish(second[2 * r + j], x_scale, partner + j);
         rotate_qkv_pair(out, column, a[j], b[j], rope_cos[r][j], rope_sin[r][j]);
       }
       store_qkv_columns(out, rope, token, column, a[0], a[1], rope_slot[r]);
@@ -659,6 +655,8 @@ void configure_streamed_linear_kernels() {
   set_shared_limit<false, bf16, false, false, true>();
   set_shared_limit<true, bf16, false, false, false, true>();
   set_shared_limit<false, bf16, false, false, false, true>();
+  set_shared_limit<true, bf16, false, false, true, true>();
+  set_shared_limit<false, bf16, false, false, true, true>();
 }
 
 StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm, int sm_count) {
@@ -704,10 +702,15 @@ void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap&
 
 void launch_streamed_qkv_rope(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                               const bf16* bias, const LinearOutputs& out, const QkvRope& rope, int64_t n, int64_t in,
-                              int64_t rows, StreamedGrid grid, cudaStream_t stream) {
+                              int64_t rows, StreamedGrid grid, cudaStream_t stream, const Fp8Scales* fp8) {
   if (n == 0 || rows == 0) return;
-  launch_kernel<false, true>(weights, tokens, pass_weights, bias, out, false, n, in, rows, rows / (2 * kTileRows), 1,
-                             grid, nullptr, nullptr, InputNorm{}, stream, rope);
+  const int64_t pairs = rows / (2 * kTileRows);
+  if (fp8 != nullptr)
+    launch_kernel<false, true, true>(weights, tokens, pass_weights, bias, out, false, n, in, rows, pairs, 1, grid,
+                                     nullptr, nullptr, InputNorm{}, stream, rope, *fp8);
+  else
+    launch_kernel<false, true>(weights, tokens, pass_weights, bias, out, false, n, in, rows, pairs, 1, grid, nullptr,
+                               nullptr, InputNorm{}, stream, rope);
 }
 
 }  // namespace fg::cuda

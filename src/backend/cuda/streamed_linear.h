@@ -117,6 +117,12 @@ inline bool qkv_rope_streamed_applies(int64_t rows, int64_t in, int64_t head_dim
 
 struct StreamedGrid;
 
+// The scales of an FP8 launch (launch_streamed_fp8_linear): per token row and per weight row.
+struct Fp8Scales {
+  const float* tokens = nullptr;
+  const float* weights = nullptr;
+};
+
 // out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]), fp32 accumulation, bias added in fp32, one
 // rounding to the output type. x [n, in] BF16 with 1 <= n <= 16, rows contiguous; w
 // [out_features, in] BF16; bias [out_features] BF16 or null; out: the [n, out_features] outputs,
@@ -172,10 +178,19 @@ class StreamedLinear {
                const __nv_bfloat16* bias, const LinearOutputs& out, int64_t n, int64_t in, int64_t out_features,
                cudaStream_t stream, int k_slices = 0, int blocks_per_sm = 0);
 
+  // run_qkv_rope of an FP8 q/k/v span: each sum scaled as run_fp8's, then rotated and stored (and
+  // cached) with the bits of run_fp8 then launch_rope_and_cache_write. Same conditions.
+  void run_qkv_rope_fp8(const uint8_t* x, const float* x_scales, const uint8_t* w, const float* w_scales,
+                        const __nv_bfloat16* bias, const LinearOutputs& out, const QkvRope& rope, int64_t n,
+                        int64_t in, int64_t rows, cudaStream_t stream);
+
  private:
   struct Maps;
   // The grid of a plain (or FP8) run; resolves k_slices 0 and blocks_per_sm 0 and checks both.
   StreamedGrid plain_grid(int64_t n, int64_t in, int64_t out_features, int& k_slices, int blocks_per_sm) const;
+  // The grid of a q/k/v run with RoPE, its conditions checked; blocks_per_sm 0 as in run_qkv_rope.
+  StreamedGrid qkv_rope_grid(const LinearOutputs& out, const QkvRope& rope, int64_t in, int64_t rows,
+                             int blocks_per_sm) const;
   int sm_count_;
   std::unique_ptr<Maps> maps_;
   float* slice_sums_ = nullptr;  // [slice][tile][acc][lane] of a split weight
@@ -213,12 +228,6 @@ void launch_streamed_linear(const CUtensorMap& weights, const CUtensorMap& token
                             int64_t out_features, int k_slices, StreamedGrid grid, float* slice_sums,
                             int* arrivals, cudaStream_t stream);
 
-// The scales of an FP8 launch (launch_streamed_fp8_linear): per token row and per weight row.
-struct Fp8Scales {
-  const float* tokens = nullptr;
-  const float* weights = nullptr;
-};
-
 // The FP8 kernel over the maps StreamedLinear::run_fp8 makes (as launch_streamed_linear's, of e4m3
 // matrices: a box is kStreamedBoxK bytes wide); same contract as StreamedLinear::run_fp8.
 void launch_streamed_fp8_linear(const CUtensorMap& weights, const CUtensorMap& tokens,
@@ -238,8 +247,10 @@ void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap&
 
 // The q/k/v kernel with RoPE over the maps StreamedLinear::run_qkv_rope makes (as run_gated's, over
 // the span [rows, in]); grid = streamed_qkv_rope_grid(...). Same contract as run_qkv_rope.
+// With fp8, the maps are of e4m3 matrices and each sum is scaled as run_fp8's (run_qkv_rope_fp8).
 void launch_streamed_qkv_rope(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,
                               const __nv_bfloat16* bias, const LinearOutputs& out, const QkvRope& rope, int64_t n,
-                              int64_t in, int64_t rows, StreamedGrid grid, cudaStream_t stream);
+                              int64_t in, int64_t rows, StreamedGrid grid, cudaStream_t stream,
+                              const Fp8Scales* fp8 = nullptr);
 
 }  // namespace fg::cuda
