@@ -83,7 +83,7 @@ nlohmann::json bench_fp8_linears(CudaBackend& backend, double copy_gbps) {
       const Tensor x16 = random.bf16({16, in}, 0.0f, 1.0f);
       Allocation out = backend.allocate(DType::kBF16, {16, out_features});
       auto pct = [&](double us, size_t bytes) { return 100 * (bytes / (us * 1e-6) / 1e9) / copy_gbps; };
-      const bool picks_streamed = cuda::prefers_streamed_linear(out_features, in, backend.sm_count());
+      const bool picks_streamed = cuda::prefers_streamed_linear(out_features, in, backend.sm_count(), 1);
       for (int64_t rows_m : {1, 4, 16}) {
         const double direct = time_per_launch_us(backend, launches, [&](int i) {
           const Fp8Weight& w = weights[i % copies];

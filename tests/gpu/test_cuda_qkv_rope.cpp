@@ -186,8 +186,8 @@ TEST(CudaQkvRope, OneLaunchHasTheBitsOfTheStepsAndMatchesCpu) {
   }
 }
 
-// linear_fp8_qkv_rope_cache_write: where the FP8 q/k/v span streams (the 8B's, and heads of 64 with
-// GQA 3) and the rows are decode rows, one streamed launch over e4m3 weights and rows, which must
+// linear_fp8_qkv_rope_cache_write: where the FP8 q/k/v span streams (the 70B's, and heads of 64
+// with GQA 4 over 12288 rows) and the rows are decode rows, one streamed launch over e4m3 weights and rows, which must
 // leave q, k, v and both caches with the bits of Backend's default steps (linear_fp8_group, then
 // rope_and_cache_write); past 16 rows the op is those steps. The weights are quantized per output
 // channel and the rows per token on the device, as the engine does; with and without biases; every
@@ -196,9 +196,9 @@ TEST(CudaQkvRope, Fp8OneLaunchHasTheBitsOfTheSteps) {
   FG_REQUIRE_GPU();
   Env e;
   const int64_t block_size = 16, max_positions = 4096;
-  for (const QkvCase& c : {QkvCase{4096, 32, 8, 128}, QkvCase{4096, 48, 16, 64}}) {
+  for (const QkvCase& c : {QkvCase{8192, 64, 8, 128}, QkvCase{2048, 128, 32, 64}}) {
     const int64_t q_size = c.heads * c.head_dim, kv_size = c.kv_heads * c.head_dim, rows = q_size + 2 * kv_size;
-    ASSERT_TRUE(cuda::qkv_rope_streamed_applies(rows, c.in, c.head_dim, e.gpu.sm_count()));
+    ASSERT_TRUE(cuda::qkv_rope_streamed_applies(rows, c.in, c.head_dim, e.gpu.sm_count(), 1));
     Bf16Values span = e.random(rows * c.in, 1.0f / std::sqrt(static_cast<float>(c.in)));
     Bf16Values bias_span = e.random(rows, 0.5f);
     const Tensor span_gpu = e.bf16(span, {rows, c.in}), bias_gpu = e.bf16(bias_span, {rows});

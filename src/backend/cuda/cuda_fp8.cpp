@@ -138,10 +138,10 @@ void CudaBackend::silu_mul_quantize_fp8(const Tensor& gate, const Tensor& up, co
 void CudaBackend::run_fp8_small_n(const Fp8Rows& x, const void* weight, const void* scales, const void* bias,
                                   const cuda::LinearOutputs& out, int64_t out_features) {
   const int64_t n = x.values.dim(0), in = x.values.dim(1);
-  // The weights the BF16 path streams (streamed_linear.h: many rows, or 16M values and more) take
-  // the streamed FP8 kernel, the rest the direct one. A function of the shape and the device, so
-  // graph and eager runs of any n take the same kernel.
-  const bool streamed = cuda::prefers_streamed_linear(out_features, in, sm_count_);
+  // Weights of many rows or 32 MB and more take the streamed FP8 kernel, the rest the direct one
+  // (streamed_linear.h). A function of the shape and the device, so graph and eager runs of any n
+  // take the same kernel.
+  const bool streamed = cuda::prefers_streamed_linear(out_features, in, sm_count_, 1);
   const auto* w8 = static_cast<const uint8_t*>(weight);
   const auto* w_scales = static_cast<const float*>(scales);
   const auto* b16 = static_cast<const __nv_bfloat16*>(bias);
@@ -195,13 +195,13 @@ void CudaBackend::linear_fp8_qkv_rope_cache_write(const Fp8Rows& x, const std::v
   const int64_t n = x.values.dim(0), in = x.values.dim(1);
   int64_t rows = 0;
   const cuda::LinearOutputs outputs = fused_outputs(qkv, rows);
-  // One streamed launch where the BF16 q/k/v would take the streamed kernel with RoPE (a span that
-  // streams unsplit, decode rows, not batch invariant) and the cache is BF16 (its fused stores
-  // write BF16); else the linear, then the RoPE kernel.
+  // One streamed launch where the span streams unsplit (at one byte per value), at decode rows (not
+  // batch invariant), with a BF16 cache (the fused stores write BF16); else the linear, then the
+  // RoPE kernel.
   const bool fused = qkv.size() == 3 && fuses_small_n(n) && fp8_fusable(qkv) && cache.k.dtype == DType::kBF16 &&
                      positions.rank == 1 && qkv[0].out.rank == 2 && qkv[1].out.rank == 2 &&
                      cuda::qkv_rope_streamed_applies(rows, in, rope_cos_sin.rank == 2 ? rope_cos_sin.dim(1) : 0,
-                                                     sm_count_);
+                                                     sm_count_, 1);
   if (!fused) {
     Backend::linear_fp8_qkv_rope_cache_write(x, qkv, positions, slot_mapping, rope_cos_sin, cache);
     return;

@@ -163,7 +163,7 @@ void StreamedLinear::run_qkv_rope(const __nv_bfloat16* x, const __nv_bfloat16* w
                                   const LinearOutputs& out, const QkvRope& rope, int64_t n, int64_t in, int64_t rows,
                                   cudaStream_t stream, int blocks_per_sm) {
   if (n == 0 || rows == 0) return;
-  const StreamedGrid grid = qkv_rope_grid(out, rope, in, rows, blocks_per_sm);
+  const StreamedGrid grid = qkv_rope_grid(out, rope, in, rows, blocks_per_sm, 2);
   const Maps::Launch maps = maps_->for_launch(x, w, rows, in, n, grid.pass_tiles);
   launch_streamed_qkv_rope(maps.weights, maps.tokens, maps.pass_weights, bias, out, rope, n, in, rows, grid,
                            stream);
@@ -174,7 +174,7 @@ void StreamedLinear::run_qkv_rope_fp8(const uint8_t* x, const float* x_scales, c
                                       const QkvRope& rope, int64_t n, int64_t in, int64_t rows, cudaStream_t stream) {
   if (n == 0 || rows == 0) return;
   FG_CHECK(in % 16 == 0, "cuda backend: the streamed FP8 linear takes rows of a multiple of 16 bytes, got {}", in);
-  const StreamedGrid grid = qkv_rope_grid(out, rope, in, rows, 0);
+  const StreamedGrid grid = qkv_rope_grid(out, rope, in, rows, 0, 1);
   const Maps::Launch maps = maps_->for_launch(x, w, rows, in, n, grid.pass_tiles, Element::kE4m3);
   const Fp8Scales scales{x_scales, w_scales};
   launch_streamed_qkv_rope(maps.weights, maps.tokens, maps.pass_weights, bias, out, rope, n, in, rows, grid, stream,
@@ -182,8 +182,8 @@ void StreamedLinear::run_qkv_rope_fp8(const uint8_t* x, const float* x_scales, c
 }
 
 StreamedGrid StreamedLinear::qkv_rope_grid(const LinearOutputs& out, const QkvRope& rope, int64_t in, int64_t rows,
-                                           int blocks_per_sm) const {
-  FG_CHECK(qkv_rope_streamed_applies(rows, in, rope.head_dim, sm_count_) && out.parts == 3 &&
+                                           int blocks_per_sm, int value_bytes) const {
+  FG_CHECK(qkv_rope_streamed_applies(rows, in, rope.head_dim, sm_count_, value_bytes) && out.parts == 3 &&
                out.begin[3] == rows && out.begin[2] % rope.head_dim == 0 && out.begin[1] % rope.head_dim == 0,
            "cuda backend: the streamed q/k/v linear with RoPE does not take a {} x {} span in parts of {}, {} and {} "
            "rows with heads of {}",

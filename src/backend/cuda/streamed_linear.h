@@ -91,16 +91,23 @@ inline int streamed_blocks_per_sm(int64_t out_features, int k_slices, int64_t n,
 //   12.1 us in the step, the step 4.648 -> 4.488 ms at batch 1, 4.766 -> 4.514 at batch 8, level
 //   at 64. Below 32 MB the direct kernel stays: streamed, the 1B q/k/v span and o_proj made the 1B
 //   step 1.020 -> 1.069 ms.
+// FP8 weights (value_bytes 1: StreamedLinear::run_fp8 against fp8_small_n_linear) follow the same
+// rule in bytes. Measured (bench/RESULTS.md, 2026-12-07, H100, M = 1): streamed, the 8B gate/up
+// span (28672 rows) 44.1 us against 64.7, gate/up 23.4 against 32.2, down_proj (56 MB) 26.8
+// against 31.1, the 1B gate/up span 15.9 against 18.8; direct, the weights of 32 MB of e4m3 or
+// less: the 8B q/o_proj 10.1 against 12.2, its q/k/v span 13.2 against 15.0, the 1B down_proj 9.2
+// against 12.6.
 // A function of the shape and device alone, so graph and eager runs of any n pick the same kernel.
-inline bool prefers_streamed_linear(int64_t out_features, int64_t in, int sm_count) {
-  constexpr int64_t kMinStreamedElements = int64_t{16} << 20;  // 32 MB of BF16
-  return out_features >= int64_t{60} * sm_count || out_features * in >= kMinStreamedElements;
+inline bool prefers_streamed_linear(int64_t out_features, int64_t in, int sm_count, int value_bytes = 2) {
+  constexpr int64_t kMinStreamedBytes = int64_t{32} << 20;
+  return out_features >= int64_t{60} * sm_count || out_features * in * value_bytes >= kMinStreamedBytes;
 }
 
 // Whether the streamed kernel runs a weight of these sizes in one slice of k: what its paired modes
 // (gated, RoPE) need, since each sums a pair of tiles whole.
-inline bool streams_unsplit(int64_t out_features, int64_t in, int sm_count) {
-  return prefers_streamed_linear(out_features, in, sm_count) && streamed_k_slices(out_features, in, sm_count) == 1;
+inline bool streams_unsplit(int64_t out_features, int64_t in, int sm_count, int value_bytes = 2) {
+  return prefers_streamed_linear(out_features, in, sm_count, value_bytes) &&
+         streamed_k_slices(out_features, in, sm_count) == 1;
 }
 
 // Whether StreamedLinear::run_gated takes a gate/up span of these sizes: the span streams unsplit
@@ -111,8 +118,9 @@ inline bool gated_linear_applies(int64_t intermediate, int64_t in, int sm_count)
 
 // Whether StreamedLinear::run_qkv_rope takes a q/k/v span of `rows` rows (q, k and v whole heads of
 // head_dim, a multiple of 16): the span streams unsplit.
-inline bool qkv_rope_streamed_applies(int64_t rows, int64_t in, int64_t head_dim, int sm_count) {
-  return head_dim % 16 == 0 && rows % head_dim == 0 && streams_unsplit(rows, in, sm_count);
+// value_bytes 1: an FP8 span (StreamedLinear::run_qkv_rope_fp8).
+inline bool qkv_rope_streamed_applies(int64_t rows, int64_t in, int64_t head_dim, int sm_count, int value_bytes = 2) {
+  return head_dim % 16 == 0 && rows % head_dim == 0 && streams_unsplit(rows, in, sm_count, value_bytes);
 }
 
 struct StreamedGrid;
@@ -190,7 +198,7 @@ class StreamedLinear {
   StreamedGrid plain_grid(int64_t n, int64_t in, int64_t out_features, int& k_slices, int blocks_per_sm) const;
   // The grid of a q/k/v run with RoPE, its conditions checked; blocks_per_sm 0 as in run_qkv_rope.
   StreamedGrid qkv_rope_grid(const LinearOutputs& out, const QkvRope& rope, int64_t in, int64_t rows,
-                             int blocks_per_sm) const;
+                             int blocks_per_sm, int value_bytes) const;
   int sm_count_;
   std::unique_ptr<Maps> maps_;
   float* slice_sums_ = nullptr;  // [slice][tile][acc][lane] of a split weight
