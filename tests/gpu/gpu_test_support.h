@@ -48,13 +48,22 @@ inline DeviceBuffer device_alloc(DType dtype, std::initializer_list<int64_t> dim
   return b;
 }
 
+// poison and upload finish before they return: they run on the legacy stream, which does not
+// order the non-blocking streams the backends launch on, and cudaMemset (and the last DMA of a
+// pageable upload) may still be in flight when the call returns. A kernel launched next could
+// otherwise run first and have its output overwritten (seen: a quantizer's rows all 0xFF).
+
 // Fills with 0xFF bytes: NaN in bf16/f16/f32, -1 in integers, so unwritten elements show.
-inline void poison(const Tensor& t) { FG_CUDA_CHECK(cudaMemset(t.data, 0xFF, t.nbytes())); }
+inline void poison(const Tensor& t) {
+  FG_CUDA_CHECK(cudaMemset(t.data, 0xFF, t.nbytes()));
+  FG_CUDA_CHECK(cudaDeviceSynchronize());
+}
 
 template <typename T>
 void upload(const Tensor& t, const std::vector<T>& host) {
   ASSERT_EQ(host.size() * sizeof(T), t.nbytes());
   FG_CUDA_CHECK(cudaMemcpy(t.data, host.data(), t.nbytes(), cudaMemcpyHostToDevice));
+  FG_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 template <typename T>
