@@ -151,8 +151,10 @@ class Fp8Kernels : public ::testing::Test {
 // enough that most values saturate at ±448, and one that is no power of two (the division rounds).
 const float kStaticScales[] = {0.0f, 1e-3f, 0.0123f};
 
+// Widths past 16384 (1024 chunks of 16) give a thread more than one chunk: 28672, the 70B's
+// intermediate size, and 16400 (one chunk past).
 TEST_F(Fp8Kernels, QuantizeRowsMatchesHostBitwise) {
-  for (const int64_t width : {16, 48, 4096, 14336})
+  for (const int64_t width : {16, 48, 4096, 14336, 16400, 28672})
     for (const int64_t rows : {1, 3, 17})
       for (const float static_scale : kStaticScales) {
         const std::vector<uint16_t> bits = test_rows_bf16(rng_, rows, width, 1.0f);
@@ -223,7 +225,7 @@ TEST_F(Fp8Kernels, RmsNormQuantizeIsTheQuantizedBf16Norm) {
 }
 
 TEST_F(Fp8Kernels, SiluMulQuantizeIsTheQuantizedBf16SiluMul) {
-  for (const int64_t width : {16, 48, 4096, 14336})
+  for (const int64_t width : {16, 48, 4096, 14336, 28672})  // 28672: the 70B's, two chunks a thread
     for (const int64_t rows : {1, 3, 17})
       for (const float static_scale : kStaticScales) {
         // One gate/up matmul output [rows, 2 * width]: gate the first half of each row, up the second.
