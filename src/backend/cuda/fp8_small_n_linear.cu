@@ -16,9 +16,11 @@
 // operands stream with plain 16-byte loads and no shuffles or shared memory.
 //
 // Work split: the block's warps take groups of kUnroll consecutive k-steps round-robin, all 2 *
-// kUnroll weight loads of a group in flight at once, and each warp asks L2 for the lines of its
-// group kPrefetchGroups ahead. The weights depend on no earlier kernel (PDL): each warp requests
-// its first group and prefetches the next before waiting for the kernel that writes the tokens.
+// kUnroll weight loads of a group in flight at once, double buffered: a warp computes one group
+// while its next is loading, so a warp with two groups (the 16-32 MB weights of an 8B model) has
+// both in flight from the start. Each warp asks L2 for the lines of the group kPrefetchGroups past
+// the one it loads. The weights depend on no earlier kernel (PDL): each warp requests its first
+// two groups before waiting for the kernel that writes the tokens.
 // The steps left over (fewer than a group, the last maybe partial when in % 64 != 0) go one per
 // warp in turn. The warps' partial sums meet in shared memory and are added in warp order.
 //
@@ -118,14 +120,20 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
       hi[u] = load_weights(w_hi + k + u * kStepK);
     }
   };
+  // The token fragments of a group come in kUnroll / kTiles steps at a time: with two tiles, all of
+  // them at once would not fit beside the two groups of weights in 128 registers.
+  constexpr int kTokenSteps = kUnroll / kTiles;
   auto compute_group = [&](int k, const uint4 (&lo)[kUnroll], const uint4 (&hi)[kUnroll]) {
-    uint4 xv[kUnroll][kTiles];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
+    for (int u0 = 0; u0 < kUnroll; u0 += kTokenSteps) {
+      uint4 xv[kTokenSteps][kTiles];
 #pragma unroll
-      for (int j = 0; j < kTiles; ++j) xv[u][j] = load_tokens(x_lane[j] + k + u * kStepK);
+      for (int u = 0; u < kTokenSteps; ++u)
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) step(lo[u], hi[u], xv[u]);
+        for (int j = 0; j < kTiles; ++j) xv[u][j] = load_tokens(x_lane[j] + k + (u0 + u) * kStepK);
+#pragma unroll
+      for (int u = 0; u < kTokenSteps; ++u) step(lo[u0 + u], hi[u0 + u], xv[u]);
+    }
   };
   // A group's weights are 2 x 256 contiguous bytes per row pair (g, g + 8): 4 lines of 128, one
   // per lane of the quad.
@@ -136,23 +144,26 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
   };
 
   const int full_steps = in / kStepK, steps = (in + kStepK - 1) / kStepK, groups = full_steps / kUnroll;
+  // Two buffers of a group each: while a warp computes one group, its next is in flight. The first
+  // two go out before the wait (the weights depend on no earlier kernel). The groups are still
+  // computed in the order group, group + warps, ... so every accumulator's k order is unchanged.
+  constexpr int kGroupK = kUnroll * kStepK;
+  uint4 lo_a[kUnroll], hi_a[kUnroll], lo_b[kUnroll], hi_b[kUnroll];
+  auto load_ahead = [&](int g, uint4 (&lo)[kUnroll], uint4 (&hi)[kUnroll]) {
+    if (g >= groups) return;
+    load_group(g * kGroupK, lo, hi);
+    prefetch_group(g + kPrefetchGroups * warps, groups);
+  };
   int group = warp;
-  if (group < groups) {
-    uint4 lo[kUnroll], hi[kUnroll];
-    load_group(group * kUnroll * kStepK, lo, hi);
-#pragma unroll
-    for (int ahead = 1; ahead <= kPrefetchGroups; ++ahead) prefetch_group(group + ahead * warps, groups);
-    wait_for_prerequisite_grids();
-    compute_group(group * kUnroll * kStepK, lo, hi);
-    group += warps;
-  } else {
-    wait_for_prerequisite_grids();
-  }
-  for (; group < groups; group += warps) {
-    uint4 lo[kUnroll], hi[kUnroll];
-    load_group(group * kUnroll * kStepK, lo, hi);
-    prefetch_group(group + kPrefetchGroups * warps, groups);
-    compute_group(group * kUnroll * kStepK, lo, hi);
+  load_ahead(group, lo_a, hi_a);
+  load_ahead(group + warps, lo_b, hi_b);
+  wait_for_prerequisite_grids();
+  for (; group < groups; group += 2 * warps) {
+    compute_group(group * kGroupK, lo_a, hi_a);
+    load_ahead(group + 2 * warps, lo_a, hi_a);
+    if (group + warps >= groups) break;
+    compute_group((group + warps) * kGroupK, lo_b, hi_b);
+    load_ahead(group + 3 * warps, lo_b, hi_b);
   }
   // The leftover steps; a lane's 16 values are all in or all out since in % 16 == 0.
   for (int s = groups * kUnroll + warp; s < steps; s += warps) {
