@@ -3,7 +3,7 @@
 // would store, quantized in place of the store), and weights per output channel.
 //
 // One block per row. The row's scale needs its max, so every kernel makes two passes over its
-// row: the max, then the quantization. The max is exact whatever the order of its reduction, so
+// row: the max, then the quantization (over values held in registers where the row fits). The max is exact whatever the order of its reduction, so
 // the scale's bits depend on the row's values alone. The arithmetic is CpuBackend's fp8_round
 // (cpu_fp8.cpp) step for step: s = max|v| / 448 in IEEE fp32 (1 where that is 0), then each value
 // rounded as e4m3_vec.cuh rounds it.
@@ -88,9 +88,10 @@ struct SiluMulRows {
   }
 };
 
-// Row blockIdx.x of `src`, `width` wide (a multiple of 16). The second pass loads (and, for
-// SiLU, recomputes) the row again rather than holding it, so that any width fits; the row is
-// still in L1 or L2 by then.
+// Row blockIdx.x of `src`, `width` wide (a multiple of 16). Each thread holds its first chunk in
+// registers between the max and the quantization (at 1024 threads that is a row of up to 16,384
+// values: every decode width of an 8B model); chunks past it are loaded (and, for SiLU,
+// recomputed) again, so that any width fits: the row is still in L1 or L2 by then.
 template <typename Source>
 __global__ void __launch_bounds__(1024) quantize_rows_kernel(Source src, float static_scale, Fp8RowsView out,
                                                              int width) {
@@ -99,9 +100,16 @@ __global__ void __launch_bounds__(1024) quantize_rows_kernel(Source src, float s
   wait_for_prerequisite_grids();
   const int64_t row = blockIdx.x;
   const int chunks = width / 16;
+  const bool held = threadIdx.x < chunks;
+  float first[16];
   float amax = 0.0f;
+  if (held) {
+    src.load(row, threadIdx.x, width, first);
+#pragma unroll
+    for (int e = 0; e < 16; ++e) amax = fmaxf(amax, fabsf(first[e]));
+  }
   if (!(static_scale > 0.0f)) {
-    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+    for (int c = threadIdx.x + blockDim.x; c < chunks; c += blockDim.x) {
       float v[16];
       src.load(row, c, width, v);
 #pragma unroll
@@ -111,11 +119,15 @@ __global__ void __launch_bounds__(1024) quantize_rows_kernel(Source src, float s
   }
   const float s = row_scale(amax, static_scale);
   uint4* q = reinterpret_cast<uint4*>(out.values + row * width);
-  for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+  const auto quantize16 = [s](const float (&v)[16]) {
+    return make_uint4(quantize4(v[0], v[1], v[2], v[3], s), quantize4(v[4], v[5], v[6], v[7], s),
+                      quantize4(v[8], v[9], v[10], v[11], s), quantize4(v[12], v[13], v[14], v[15], s));
+  };
+  if (held) q[threadIdx.x] = quantize16(first);
+  for (int c = threadIdx.x + blockDim.x; c < chunks; c += blockDim.x) {
     float v[16];
     src.load(row, c, width, v);
-    q[c] = make_uint4(quantize4(v[0], v[1], v[2], v[3], s), quantize4(v[4], v[5], v[6], v[7], s),
-                      quantize4(v[8], v[9], v[10], v[11], s), quantize4(v[12], v[13], v[14], v[15], s));
+    q[c] = quantize16(v);
   }
   if (threadIdx.x == 0) out.scales[row] = s;
 }
