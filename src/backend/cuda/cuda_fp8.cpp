@@ -64,22 +64,6 @@ bool fp8_fusable(const std::vector<Fp8LinearPart>& parts) {
   return true;
 }
 
-// The outputs of fusable parts (fp8_fusable) as one launch's: the parts' columns back to back;
-// rows gets the total.
-cuda::LinearOutputs fused_outputs(const std::vector<Fp8LinearPart>& parts, int64_t& rows) {
-  cuda::LinearOutputs outputs{};
-  rows = 0;
-  const size_t count = std::min(parts.size(), static_cast<size_t>(cuda::LinearOutputs::kMaxParts));
-  for (size_t i = 0; i < count; ++i) {
-    outputs.data[i] = parts[i].out.data;
-    outputs.begin[i] = rows;
-    rows += parts[i].weight->dim(0);
-  }
-  outputs.begin[count] = rows;
-  outputs.parts = static_cast<int>(count);
-  return outputs;
-}
-
 void check_static_scale(float static_scale) {
   FG_CHECK(std::isfinite(static_scale) && static_scale >= 0.0f,
            "cuda backend: a static FP8 input scale must be positive and finite (0: a scale per row), got {}",
@@ -177,7 +161,7 @@ void CudaBackend::linear_fp8_group(const Fp8Rows& x, const std::vector<Fp8Linear
   }
   if (fp8_fusable(parts)) {
     int64_t rows = 0;
-    const cuda::LinearOutputs outputs = fused_outputs(parts, rows);
+    const cuda::LinearOutputs outputs = cuda::LinearOutputs::columns_of(parts, rows);
     run_fp8_small_n(x, parts[0].weight->data, parts[0].scale->data, bias_data(parts[0]), outputs, rows);
     return;
   }
@@ -194,7 +178,7 @@ void CudaBackend::linear_fp8_qkv_rope_cache_write(const Fp8Rows& x, const std::v
   for (const Fp8LinearPart& p : qkv) check_fp8_part(x, p);
   const int64_t n = x.values.dim(0), in = x.values.dim(1);
   int64_t rows = 0;
-  const cuda::LinearOutputs outputs = fused_outputs(qkv, rows);
+  for (const Fp8LinearPart& p : qkv) rows += p.weight->dim(0);
   // One streamed launch where the span streams unsplit (at one byte per value), at decode rows (not
   // batch invariant), with a BF16 cache (the fused stores write BF16); else the linear, then the
   // RoPE kernel.
@@ -210,6 +194,7 @@ void CudaBackend::linear_fp8_qkv_rope_cache_write(const Fp8Rows& x, const std::v
       check_rope_inputs(qkv[0].out, qkv[1].out, qkv[2].out, positions, slot_mapping, rope_cos_sin, cache);
   const cuda::QkvRope rope = qkv_rope(r, positions, slot_mapping, rope_cos_sin, cache);
   if (n == 0) return;
+  const cuda::LinearOutputs outputs = cuda::LinearOutputs::columns_of(qkv, rows);
   streamed_->run_qkv_rope_fp8(x.values.as<const uint8_t>(), x.scales.as<const float>(),
                               qkv[0].weight->as<const uint8_t>(), qkv[0].scale->as<const float>(),
                               static_cast<const __nv_bfloat16*>(bias_data(qkv[0])), outputs, rope, n, in, rows,

@@ -72,17 +72,8 @@ void check_input_norm(const Tensor& x, const Tensor& norm_weight) {
 // The parts of a fusable group as the columns of one matmul, each checked as its own linear;
 // returns the outputs and sets `rows` to the columns in all.
 cuda::LinearOutputs group_outputs(const Tensor& x, const std::vector<LinearPart>& parts, int64_t& rows) {
-  cuda::LinearOutputs outputs{};
-  rows = 0;
-  for (size_t p = 0; p < parts.size(); ++p) {
-    check_linear(x, *parts[p].weight, parts[p].bias, parts[p].out);
-    outputs.data[p] = parts[p].out.data;
-    outputs.begin[p] = rows;
-    rows += parts[p].weight->dim(0);
-  }
-  outputs.begin[parts.size()] = rows;
-  outputs.parts = static_cast<int>(parts.size());
-  return outputs;
+  for (const LinearPart& p : parts) check_linear(x, *p.weight, p.bias, p.out);
+  return cuda::LinearOutputs::columns_of(parts, rows);
 }
 
 // The checks of the gated MLP half (linear_silu_mul) on any path but the default steps.

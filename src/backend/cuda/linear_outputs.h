@@ -34,6 +34,23 @@ struct LinearOutputs {
     return o;
   }
 
+  // The columns of a group's parts back to back (BF16 LinearPart or Fp8LinearPart: anything with a
+  // weight [out, in] and an out tensor), at most kMaxParts of them; `rows` gets the total.
+  template <typename Parts>
+  static LinearOutputs columns_of(const Parts& parts, int64_t& rows) {
+    LinearOutputs o{};
+    rows = 0;
+    const int count = parts.size() < kMaxParts ? static_cast<int>(parts.size()) : kMaxParts;
+    for (int p = 0; p < count; ++p) {
+      o.data[p] = parts[p].out.data;
+      o.begin[p] = rows;
+      rows += parts[p].weight->dim(0);
+    }
+    o.begin[count] = rows;
+    o.parts = count;
+    return o;
+  }
+
   // The same parts from token row `row` on (each part's pointer moved down `row` of its rows).
   LinearOutputs from_row(int64_t row, int64_t element_bytes) const {
     LinearOutputs o = *this;
