@@ -10,6 +10,16 @@
 
 namespace fg {
 
+namespace {
+
+// Whether every linear of a group rounds its input the same way (dynamic, or one static scale), so
+// that one rounding of the normed rows feeds them all.
+bool round_alike(const std::vector<LinearInput>& inputs) {
+  return std::all_of(inputs.begin(), inputs.end(), [&](const LinearInput& in) { return in == inputs[0]; });
+}
+
+}  // namespace
+
 Fp8Rows LlamaModel::fp8_rows(int64_t n, int64_t width) const {
   return {fp8_values_.tensor.rows(0, n * width).view({n, width}), fp8_scales_.tensor.rows(0, n)};
 }
@@ -20,7 +30,7 @@ void LlamaModel::normed_fp8_group(const Tensor& x, const Tensor& norm_weight, co
   const float eps = static_cast<float>(config_.rms_norm_eps);
   const Tensor normed = normed_.tensor.rows(0, n);
   const Fp8Rows rows = fp8_rows(n, x.dim(1));
-  if (std::all_of(inputs.begin(), inputs.end(), [&](const LinearInput& in) { return in == inputs[0]; })) {
+  if (round_alike(inputs)) {
     b.rms_norm_quantize_fp8(x, norm_weight, eps, normed, inputs[0].static_scale(), rows);
     b.linear_fp8_group(rows, parts);
     return;
@@ -51,16 +61,16 @@ void LlamaModel::fp8_layer(int64_t l, const StepInputs& step, const KvCache& kv,
   const std::vector<Fp8LinearPart> qkv_fp8 = {{&w.q_proj, &w.q_scale, c.qkv_bias ? &w.q_bias : nullptr, q},
                                               {&w.k_proj, &w.k_scale, c.qkv_bias ? &w.k_bias : nullptr, k},
                                               {&w.v_proj, &w.v_scale, c.qkv_bias ? &w.v_bias : nullptr, v}};
-  const bool qkv_rows_alike = w.q_in == w.k_in && w.k_in == w.v_in;
+  const std::vector<LinearInput> qkv_in = {w.q_in, w.k_in, w.v_in};
   bool rope_done = false;
-  if (w.qkv_fp8() && qkv_rows_alike && !c.qk_norm) {
+  if (w.qkv_fp8() && round_alike(qkv_in) && !c.qk_norm) {
     const Fp8Rows rows = fp8_rows(n, residual.dim(1));
     b.rms_norm_quantize_fp8(residual, w.input_norm, eps, normed, w.q_in.static_scale(), rows);
     b.linear_fp8_qkv_rope_cache_write(rows, qkv_fp8, step.positions, step.slot_mapping, rope_cos_sin_.tensor,
                                       kv.layers[l]);
     rope_done = true;
   } else if (w.qkv_fp8()) {
-    normed_fp8_group(residual, w.input_norm, qkv_fp8, {w.q_in, w.k_in, w.v_in}, n);
+    normed_fp8_group(residual, w.input_norm, qkv_fp8, qkv_in, n);
   } else {
     b.rms_norm_linear_group(residual, w.input_norm, eps, normed, span.rows(0, n * qkv_width).view({n, qkv_width}),
                             {{&w.q_proj, c.qkv_bias ? &w.q_bias : nullptr, q},
