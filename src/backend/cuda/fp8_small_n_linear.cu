@@ -149,10 +149,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
   // computed in the order group, group + warps, ... so every accumulator's k order is unchanged.
   constexpr int kGroupK = kUnroll * kStepK;
   uint4 lo_a[kUnroll], hi_a[kUnroll], lo_b[kUnroll], hi_b[kUnroll];
-  auto load_ahead = [&](int g, uint4 (&lo)[kUnroll], uint4 (&hi)[kUnroll]) {
-    if (g >= groups) return;
-    load_group(g * kGroupK, lo, hi);
-    prefetch_group(g + kPrefetchGroups * warps, groups);
+  auto load_ahead = [&](int next, uint4 (&lo)[kUnroll], uint4 (&hi)[kUnroll]) {
+    if (next >= groups) return;
+    load_group(next * kGroupK, lo, hi);
+    prefetch_group(next + kPrefetchGroups * warps, groups);
   };
   int group = warp;
   load_ahead(group, lo_a, hi_a);
