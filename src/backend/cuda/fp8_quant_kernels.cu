@@ -3,10 +3,10 @@
 // would store, quantized in place of the store), and weights per output channel.
 //
 // One block per row. The row's scale needs its max, so every kernel makes two passes over its
-// row: the max, then the quantization (over values held in registers where the row fits). The max is exact whatever the order of its reduction, so
-// the scale's bits depend on the row's values alone. The arithmetic is CpuBackend's fp8_round
-// (cpu_fp8.cpp) step for step: s = max|v| / 448 in IEEE fp32 (1 where that is 0), then each value
-// rounded as e4m3_vec.cuh rounds it.
+// row: the max, then the quantization (of values held in registers where the row fits). The max
+// is exact whatever the order of its reduction, so the scale's bits depend on the row's values
+// alone. The arithmetic is CpuBackend's fp8_round (cpu_fp8.cpp) step for step: s = max|v| / 448 in
+// IEEE fp32 (1 where that is 0), then each value rounded as e4m3_vec.cuh rounds it.
 #include <cuda_fp8.h>
 
 #include <algorithm>
