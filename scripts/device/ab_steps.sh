@@ -5,7 +5,10 @@
 # model and batch: each binary's median over its reps and its change against the first binary;
 # then each kernel's median us per launch in the step breakdowns (BREAKDOWN: the batches broken
 # down, `bench kernels --breakdown-batches`; 1 by default).
-#   OUT=$OUT [ATTENTION=split_kv] [REPS=2] [BREAKDOWN=1,8] bash scripts/device/ab_steps.sh NAME...
+#   OUT=$OUT [ATTENTION=split_kv] [REPS=2] [BREAKDOWN=1,8] [TABLE=decode_step_fp8] \
+#     bash scripts/device/ab_steps.sh NAME...
+# TABLE: the step table to run (decode_step, the BF16 models, by default; decode_step_fp8 for FP8
+# linears).
 # A NAME is a folder under .device holding a `fullgraph` (variant.sh builds them; copy a base
 # binary to .device/base/ by hand), or "." for the staged binary; NAME@VAR=VALUE[,VAR=VALUE...]
 # runs that binary with those environment variables (a variant built with knobs read from the
@@ -18,6 +21,7 @@ OUT="${OUT:-/tmp/out}"
 ATTENTION="${ATTENTION:-split_kv}"
 REPS="${REPS:-2}"
 BREAKDOWN="${BREAKDOWN:-1}"
+TABLE="${TABLE:-decode_step}"
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$D/lib:${LD_LIBRARY_PATH:-}"
 (($#)) || { echo "ab_steps.sh: name at least one binary (a folder under .device, or .)" >&2; exit 2; }
@@ -31,7 +35,7 @@ for ((rep = 1; rep <= REPS; ++rep)); do
     echo "== $name rep $rep" >>"$log"
     settings=()
     [[ "$name" == *@* ]] && IFS=',' read -ra settings <<<"${name#*@}"
-    env "${settings[@]+"${settings[@]}"}" "$D/${name%%@*}/fullgraph" bench kernels --json "" --tables decode_step \
+    env "${settings[@]+"${settings[@]}"}" "$D/${name%%@*}/fullgraph" bench kernels --json "" --tables "$TABLE" \
       --attention "$ATTENTION" --breakdown-batches "$BREAKDOWN" >>"$log" 2>&1 ||
       echo "ab_steps.sh: $name failed (exit $?)" | tee -a "$log" >&2
   done
