@@ -98,8 +98,9 @@ inline int streamed_blocks_per_sm(int64_t out_features, int k_slices, int64_t n,
 // less: the 8B q/o_proj 10.1 against 12.2, its q/k/v span 13.2 against 15.0, the 1B down_proj 9.2
 // against 12.6. Since the direct kernel is double buffered (same entry, `0120d74`) it is level
 // at M = 1 on the large weights too (the 8B gate_up span 42.0 against 43.1, down_proj 23.1
-// against 26.3) but falls behind at M = 16 (53.9 against 44.7); whether the down_proj gains in the
-// step, where the streamed kernel requests its ring before the PDL wait, is not yet measured.
+// against 26.3) but falls behind at M = 16 (53.9 against 44.7). In the step (2026-12-07, `cac7aa2`)
+// the 8B down_proj direct moved the step by -0.9% at batch 1 and +0.5% at batch 8, within the
+// table's spread, so FP8 weights keep the bytes clause.
 // A function of the shape and device alone, so graph and eager runs of any n pick the same kernel.
 inline bool prefers_streamed_linear(int64_t out_features, int64_t in, int sm_count, int value_bytes = 2) {
   constexpr int64_t kMinStreamedBytes = int64_t{32} << 20;
