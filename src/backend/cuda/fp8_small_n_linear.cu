@@ -34,6 +34,7 @@
 
 #include "backend/cuda/fp8_kernels.h"
 #include "backend/cuda/mma_e4m3.cuh"
+#include "backend/cuda/weight_loads.cuh"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/pdl.cuh"
 
@@ -47,18 +48,6 @@ constexpr int kUnroll = 4;          // k-steps per group: 8 weight loads (128 by
 constexpr int kPrefetchGroups = 2;  // how far ahead (in the warp's own groups) L2 is asked for weights
 constexpr int kMaxWarps = 16;
 constexpr int kWarpsPerSm = 16;     // the resident warps the grid aims for (<= 128 registers each)
-
-// Weights are read exactly once: keep them out of L1 (which holds the token rows every block
-// reads) and let L2 fetch the 128-byte line around each load (the step's other half follows).
-__device__ __forceinline__ uint4 load_weights(const uint8_t* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-__device__ __forceinline__ void prefetch_l2(const uint8_t* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 // Token rows are written by the previous kernel: a coherent load after the wait (pdl.cuh).
 __device__ __forceinline__ uint4 load_tokens(const uint8_t* p) { return load_written_16(p); }

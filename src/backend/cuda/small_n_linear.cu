@@ -31,6 +31,7 @@
 #include "core/cuda/pdl.cuh"
 #include "backend/cuda/qkv_rope.h"
 #include "backend/cuda/small_n_linear.h"
+#include "backend/cuda/weight_loads.cuh"
 
 #include <algorithm>
 #include <type_traits>
@@ -43,21 +44,6 @@ constexpr int kRowsPerBlock = 8;  // weight rows per block
 constexpr int kUnroll = 4;        // k-steps of 32 in flight per warp (64 bytes of weights per lane)
 constexpr int kMaxWarps = 16;
 constexpr int kRingStages = 4;    // groups per warp in the cp.async ring (3 in flight)
-
-// Weights are read exactly once: keep them out of L1 (which holds the reused token rows) and let
-// L2 fetch 128 bytes around each load, since the neighbouring lanes' k-steps follow. 128 rather
-// than 256 (bench/RESULTS.md, 2026-12-01): 1-3% faster on the q/k/v/o shapes this
-// kernel takes, 2-10% on the large ones; no hint at all is slower than either.
-__device__ __forceinline__ uint4 load_weights(const bf16* p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
-
-// Asks L2 for the 128-byte line holding p; no register waits on it.
-__device__ __forceinline__ void prefetch_l2(const bf16* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 // Token rows are written by the previous kernel: a coherent load after the wait (pdl.cuh). (The
 // norm weight, which no kernel writes, takes the same path: it is read beside the rows.)
