@@ -159,24 +159,6 @@ class Backend {
     linear_fp8_group(x, {{&weight, &scale, nullptr, out}});
     add(residual, out);
   }
-  // quantize_fp8 of x into rows (scratch: [n, in] e4m3 and [n] scales), then
-  // linear_fp8_residual_add of those rows. A backend may round the rows inside the linear's own
-  // kernel: residual then holds the same bits, and rows (and out) are left unwritten.
-  virtual void quantize_linear_fp8_residual_add(const Tensor& x, float static_scale, const Fp8Rows& rows,
-                                                const Tensor& weight, const Tensor& scale, const Tensor& out,
-                                                const Tensor& residual) {
-    quantize_fp8(x, static_scale, rows);
-    linear_fp8_residual_add(rows, weight, scale, out, residual);
-  }
-  // silu_mul_quantize_fp8 of gate and up (act and rows: scratch), then linear_fp8_residual_add of
-  // the rows; fusable likewise.
-  virtual void silu_mul_quantize_linear_fp8_residual_add(const Tensor& gate, const Tensor& up, const Tensor& act,
-                                                         float static_scale, const Fp8Rows& rows, const Tensor& weight,
-                                                         const Tensor& scale, const Tensor& out,
-                                                         const Tensor& residual) {
-    silu_mul_quantize_fp8(gate, up, act, static_scale, rows);
-    linear_fp8_residual_add(rows, weight, scale, out, residual);
-  }
   // A weight w [out, in] (a float dtype this backend keeps weights in) quantized per output
   // channel: scales[j] = max_k |w[j, k]| / 448 in fp32 (1 where 0), q[j, k] = e4m3(w[j, k] /
   // scales[j]) rounded as in quantize_fp8. q F8_E4M3 [out, in], scales F32 [out].

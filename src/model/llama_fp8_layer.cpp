@@ -3,10 +3,7 @@
 // An FP8 linear rounds its input to e4m3 (a scale per token, or the checkpoint's fixed scale)
 // before its matmul, so the norm or SiLU-and-multiply in front of it produces rounded rows
 // (Backend::rms_norm_quantize_fp8, silu_mul_quantize_fp8) rather than feeding the fused norm +
-// matmul ops of the BF16 layer; o_proj and down_proj take their rows through ops that let the
-// backend round them in the linear's own kernel (quantize_linear_fp8_residual_add,
-// silu_mul_quantize_linear_fp8_residual_add). Linears the checkpoint left unquantized run as in
-// forward().
+// matmul ops of the BF16 layer. Linears the checkpoint left unquantized run as in forward().
 #include <algorithm>
 
 #include "model/llama_model.h"
@@ -88,35 +85,34 @@ void LlamaModel::fp8_layer(int64_t l, const StepInputs& step, const KvCache& kv,
   }
   b.attention(q, kv.layers[l], step.attention, attention_scale_, attn_out);
   if (w.o_fp8()) {
-    b.quantize_linear_fp8_residual_add(attn_out, w.o_in.static_scale(), fp8_rows(n, c.q_size()), w.o_proj, w.o_scale,
-                                       proj_out, residual);
+    const Fp8Rows rows = fp8_rows(n, c.q_size());
+    b.quantize_fp8(attn_out, w.o_in.static_scale(), rows);
+    b.linear_fp8_residual_add(rows, w.o_proj, w.o_scale, proj_out, residual);
   } else {
     b.linear_residual_add(attn_out, w.o_proj, proj_out, residual);
   }
 
-  // MLP block: gate and up, then SiLU-and-multiply, its output rounded for down_proj where that is
-  // FP8 (in down_proj's kernel where the backend fuses them).
+  // MLP block: gate and up, SiLU-and-multiply rounding its output where down_proj is FP8.
   const Fp8Rows down_rows = fp8_rows(n, I);
   if (w.gate_up_fp8()) {
     normed_fp8_group(residual, w.post_attention_norm,
                      {{&w.gate_proj, &w.gate_scale, nullptr, gate}, {&w.up_proj, &w.up_scale, nullptr, up}},
                      {w.gate_in, w.up_in}, n);
     if (w.down_fp8()) {
-      b.silu_mul_quantize_linear_fp8_residual_add(gate, up, mlp_act, w.down_in.static_scale(), down_rows, w.down_proj,
-                                                  w.down_scale, proj_out, residual);
-      return;
+      b.silu_mul_quantize_fp8(gate, up, mlp_act, w.down_in.static_scale(), down_rows);
+    } else {
+      b.silu_mul(gate, up, mlp_act);
     }
-    b.silu_mul(gate, up, mlp_act);
   } else {
     b.rms_norm_linear_silu_mul(residual, w.post_attention_norm, eps, normed, w.gate_proj, w.up_proj, gate, up,
                                mlp_act);
-    if (w.down_fp8()) {
-      b.quantize_linear_fp8_residual_add(mlp_act, w.down_in.static_scale(), down_rows, w.down_proj, w.down_scale,
-                                         proj_out, residual);
-      return;
-    }
+    if (w.down_fp8()) b.quantize_fp8(mlp_act, w.down_in.static_scale(), down_rows);
   }
-  b.linear_residual_add(mlp_act, w.down_proj, proj_out, residual);
+  if (w.down_fp8()) {
+    b.linear_fp8_residual_add(down_rows, w.down_proj, w.down_scale, proj_out, residual);
+  } else {
+    b.linear_residual_add(mlp_act, w.down_proj, proj_out, residual);
+  }
 }
 
 }  // namespace fg

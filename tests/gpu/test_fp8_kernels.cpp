@@ -4,9 +4,8 @@
 // unfused kernels store, and the decode linear against an fp64 reference of the same e4m3 values
 // within a bound derived from its fp32 arithmetic, in both its kernels (the direct one and the
 // streamed one, StreamedLinear::run_fp8, at forced slice counts and grids too); its rows' bits do
-// not depend on n; the direct linear that rounds its own token rows gives the quantizer's rows
-// through the linear, bit for bit. Outputs are poisoned first, so that every element a kernel
-// fails to write shows. (Its speed is measured by
+// not depend on n. Outputs are
+// poisoned first, so that every element a kernel fails to write shows. (Its speed is measured by
 // `bench kernels --tables fp8_linear`.)
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -607,136 +606,6 @@ TEST_F(Fp8Kernels, SmallNLinearRowsAreBitIdenticalForEveryN) {
       }
     }
   }
-}
-
-// ---- The direct linear rounding its own token rows ----
-
-// An FP8 weight and its scales on the device (no reference: the rounding tests compare bits with
-// the quantizer kernel then the linear, which the tests above hold to the fp64 reference).
-struct DeviceWeight {
-  DeviceBuffer w, scales;
-};
-DeviceWeight random_device_weight(std::mt19937& rng, int64_t out_features, int64_t in) {
-  DeviceWeight d{gpu_test::device_alloc(DType::kF8E4M3, {out_features, in}),
-                 gpu_test::device_alloc(DType::kF32, {out_features})};
-  gpu_test::upload(d.w.tensor, random_e4m3(rng, static_cast<size_t>(out_features * in)));
-  gpu_test::upload(d.scales.tensor, random_scales(rng, static_cast<size_t>(out_features), 1e-3f, 1e-2f));
-  return d;
-}
-
-// What the linear's token rows are rounded from: bf16 rows [n, in], or SiLU-and-multiply of the
-// two halves of rows [n, 2 in] (gate, then up: rows 2 in apart, as in the gate/up span's output).
-struct RoundedInput {
-  bool silu = false;
-  float static_scale = 0.0f;
-  std::string name() const {
-    return std::string(silu ? "silu(gate) * up" : "bf16 rows") + ", static scale " + std::to_string(static_scale);
-  }
-};
-
-// The residual-add linear both ways: `fused` rounds the rows in the linear's kernel; otherwise the
-// quantizer kernel writes the rows (into `rows`) and the linear reads them.
-void run_rounded_linear(const LaunchContext& at, const RoundedInput& input, bool fused, const __nv_bfloat16* src,
-                        const DeviceWeight& weight, const DeviceRows& rows, const LinearOutputs& out, int64_t n,
-                        int64_t in, int64_t out_features) {
-  const auto* w = static_cast<const uint8_t*>(weight.w.tensor.data);
-  const auto* w_scales = static_cast<const float*>(weight.scales.tensor.data);
-  if (fused && input.silu)
-    cuda::launch_fp8_small_n_linear_silu_mul_quantizing(src, src + in, 2 * in, input.static_scale, w, w_scales, nullptr,
-                                                        out, n, in, out_features, at.sm_count, at.stream);
-  else if (fused)
-    cuda::launch_fp8_small_n_linear_quantizing(src, input.static_scale, w, w_scales, nullptr, out, n, in, out_features,
-                                               at.sm_count, at.stream);
-  if (fused) {
-    FG_CUDA_CHECK(cudaGetLastError());
-    return;
-  }
-  if (input.silu)
-    cuda::launch_silu_mul_quantize_fp8(src, src + in, 2 * in, input.static_scale, rows.view(), n, in, at.stream);
-  else
-    cuda::launch_quantize_fp8_rows(src, input.static_scale, rows.view(), n, in, at.stream);
-  FG_CUDA_CHECK(cudaGetLastError());
-  cuda::launch_fp8_small_n_linear(static_cast<const uint8_t*>(rows.values.tensor.data),
-                                  static_cast<const float*>(rows.scales.tensor.data), w, w_scales, nullptr, out, n, in,
-                                  out_features, at.sm_count, at.stream);
-  FG_CUDA_CHECK(cudaGetLastError());
-}
-
-// The fused kernel's outputs are the quantizer's rows through the linear, bit for bit: stored and
-// added to a residual stream, over every n it takes, one block of rows to several warps, leftover
-// k-steps (4176), a partial last block of weight rows (136), the 1B's down_proj (8192 wide: two
-// chunks a thread), and rows that round to zero (the test rows' every fourth).
-TEST_F(Fp8Kernels, SmallNLinearRoundingItsRowsIsTheQuantizerThenTheLinear) {
-  const LaunchContext at{*streamed_, sm_count_, stream_};
-  const LinearShape shapes[] = {{40, 144}, {136, 4176}, {256, 4096}, {2048, 8192}};
-  for (const LinearShape s : shapes) {
-    const DeviceWeight weight = random_device_weight(rng_, s.out_features, s.in);
-    for (const RoundedInput input : {RoundedInput{false, 0.0f}, RoundedInput{false, 0.0123f},
-                                     RoundedInput{true, 0.0f}, RoundedInput{true, 1e-3f}})
-      for (const int64_t n : {1, 2, 3, 5, 8}) {
-        if (!cuda::fp8_small_n_quantizes_here(n, s.in)) continue;
-        const int64_t width = input.silu ? 2 * s.in : s.in;
-        const DeviceBuffer src = device_bf16(test_rows_bf16(rng_, n, width, 2.0f), {n, width});
-        for (const bool add : {false, true}) {
-          std::vector<uint16_t> held(static_cast<size_t>(n * s.out_features), kPoisonBf16);
-          if (add) {
-            std::normal_distribution<float> normal(0.0f, 1.0f);
-            for (auto& h : held) h = float_to_bf16(normal(rng_));
-          }
-          std::vector<uint16_t> results[2];
-          for (const bool fused : {false, true}) {
-            DeviceBuffer out = gpu_test::device_alloc(DType::kBF16, {n, s.out_features});
-            gpu_test::upload(out.tensor, held);
-            const DeviceRows rows = poisoned_rows(n, s.in);
-            LinearOutputs outputs = LinearOutputs::whole(out.tensor.data, s.out_features);
-            outputs.add_to_output = add;
-            run_rounded_linear(at, input, fused, bf16_ptr(src), weight, rows, outputs, n, s.in, s.out_features);
-            results[fused] = gpu_test::download<uint16_t>(out.tensor);
-          }
-          int64_t differ = 0, unwritten = 0;
-          for (size_t o = 0; o < results[0].size(); ++o) {
-            differ += results[0][o] != results[1][o];
-            unwritten += !add && results[1][o] == kPoisonBf16;
-          }
-          const std::string what = input.name() + ", " + std::to_string(s.out_features) + " x " +
-                                   std::to_string(s.in) + ", n " + std::to_string(n) + (add ? ", added" : "");
-          EXPECT_EQ(differ, 0) << what << ": the fused kernel differs from the quantizer then the linear";
-          EXPECT_EQ(unwritten, 0) << what << ": outputs left unwritten";
-        }
-      }
-  }
-}
-
-// Under PDL the fused kernel starts while the kernel before it still writes the bf16 rows it
-// rounds: rows landed 100 us after its launch (the buffers held bf16 NaN before) must give the same
-// outputs as rows written before it.
-TEST_F(Fp8Kernels, SmallNLinearRoundingItsRowsReadsThemAfterThePdlWait) {
-  const LaunchContext at{*streamed_, sm_count_, stream_};
-  const LinearShape s{256, 4096};
-  const DeviceWeight weight = random_device_weight(rng_, s.out_features, s.in);
-  for (const RoundedInput input : {RoundedInput{false, 0.0f}, RoundedInput{true, 0.0f}})
-    for (const int64_t n : {1, 8}) {
-      const int64_t width = input.silu ? 2 * s.in : s.in;
-      const DeviceBuffer src = device_bf16(test_rows_bf16(rng_, n, width, 2.0f), {n, width});
-      const DeviceRows rows = poisoned_rows(n, s.in);
-      std::vector<uint16_t> results[2];
-      for (const bool late : {false, true}) {
-        DeviceBuffer late_src = gpu_test::device_alloc(DType::kBF16, {n, width});
-        gpu_test::poison(late_src.tensor);
-        DeviceBuffer out = gpu_test::device_alloc(DType::kBF16, {n, s.out_features});
-        gpu_test::poison(out.tensor);
-        FG_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads ran on the legacy stream
-        gpu_test::launch_late_copy(late_src.tensor.data, src.tensor.data, n * width * 2, late ? 100'000 : 0,
-                                   stream_);
-        run_rounded_linear(at, input, true, bf16_ptr(late_src), weight, rows,
-                           LinearOutputs::whole(out.tensor.data, s.out_features), n, s.in, s.out_features);
-        FG_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        results[late] = gpu_test::download<uint16_t>(out.tensor);
-      }
-      int64_t differ = 0;
-      for (size_t o = 0; o < results[0].size(); ++o) differ += results[0][o] != results[1][o];
-      EXPECT_EQ(differ, 0) << input.name() << ", n " << n << ": rows written late give other outputs";
-    }
 }
 
 }  // namespace

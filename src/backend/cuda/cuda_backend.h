@@ -167,8 +167,6 @@ class CudaBackend final : public Backend {
   // then scaled per row and per channel by launch_fp8_scale_outputs, by the bucket rule. Parts
   // whose weights, scales (and biases) lie back to back run as one launch of the decode kernel;
   // past the small-n rows, one GEMM per part (the residual add's GEMM into its scratch `out`).
-  // Where the direct decode kernel takes a residual-add linear of n <= 8 rows, it rounds its input
-  // rows itself (rounds_fp8_rows_in_linear), so the quantizer's launch goes.
   void quantize_fp8(const Tensor& x, float static_scale, const Fp8Rows& out) override;
   void rms_norm_quantize_fp8(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
                              float static_scale, const Fp8Rows& out) override;
@@ -180,12 +178,6 @@ class CudaBackend final : public Backend {
                                        const KvCacheLayer& cache) override;
   void linear_fp8_residual_add(const Fp8Rows& x, const Tensor& weight, const Tensor& scale, const Tensor& out,
                                const Tensor& residual) override;
-  void quantize_linear_fp8_residual_add(const Tensor& x, float static_scale, const Fp8Rows& rows, const Tensor& weight,
-                                        const Tensor& scale, const Tensor& out, const Tensor& residual) override;
-  void silu_mul_quantize_linear_fp8_residual_add(const Tensor& gate, const Tensor& up, const Tensor& act,
-                                                 float static_scale, const Fp8Rows& rows, const Tensor& weight,
-                                                 const Tensor& scale, const Tensor& out,
-                                                 const Tensor& residual) override;
   void quantize_weight_fp8(const Tensor& w, const Tensor& q, const Tensor& scales) override;
 
   // linear() with the implementation forced (the kSmallN paths take at most 16 rows).
@@ -242,14 +234,6 @@ class CudaBackend final : public Backend {
   void launch_small_n(LinearPath path, const void* x, const void* weight, const void* bias,
                       const cuda::LinearOutputs& out, bool out_f32, int64_t n, int64_t in, int64_t out_features);
 
-  // Whether an FP8 residual-add linear of n rows of `in` into out_features runs the direct decode
-  // kernel rounding its own input rows (fp8_kernels.h): a function of the shape, n and the buckets,
-  // like every path choice; the bits are the quantizer's then the linear's either way.
-  bool rounds_fp8_rows_in_linear(int64_t n, int64_t in, int64_t out_features) const;
-  // The checks of an FP8 residual-add linear whose rows are rounded in the kernel: the scratch rows
-  // (their shape), the weight, its scales and the residual stream.
-  void check_fp8_residual_add(const Fp8Rows& rows, const Tensor& weight, const Tensor& scale,
-                              const Tensor& residual) const;
   // The FP8 decode kernel over rows of x (in groups of 16) into `out`, whose columns are the
   // weight's out_features rows.
   void run_fp8_small_n(const Fp8Rows& x, const void* weight, const void* scales, const void* bias,

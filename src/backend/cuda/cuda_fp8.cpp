@@ -222,64 +222,6 @@ void CudaBackend::linear_fp8_residual_add(const Fp8Rows& x, const Tensor& weight
   run_fp8_small_n(x, weight.data, scale.data, nullptr, outputs, weight.dim(0));
 }
 
-bool CudaBackend::rounds_fp8_rows_in_linear(int64_t n, int64_t in, int64_t out_features) const {
-  return !runs_cublaslt(LinearPath::kAuto, n) && cuda::fp8_small_n_quantizes_here(n, in) &&
-         !cuda::prefers_streamed_linear(out_features, in, sm_count_, 1);
-}
-
-void CudaBackend::check_fp8_residual_add(const Fp8Rows& rows, const Tensor& weight, const Tensor& scale,
-                                         const Tensor& residual) const {
-  check_fp8_rows(rows, "FP8 residual-add linear");
-  check_fp8_part(rows, {&weight, &scale, nullptr, residual});
-}
-
-void CudaBackend::quantize_linear_fp8_residual_add(const Tensor& x, float static_scale, const Fp8Rows& rows,
-                                                   const Tensor& weight, const Tensor& scale, const Tensor& out,
-                                                   const Tensor& residual) {
-  const int64_t n = x.rank == 2 ? x.dim(0) : 0, in = x.rank == 2 ? x.dim(1) : 0;
-  if (!rounds_fp8_rows_in_linear(n, in, weight.rank == 2 ? weight.dim(0) : 0)) {
-    Backend::quantize_linear_fp8_residual_add(x, static_scale, rows, weight, scale, out, residual);
-    return;
-  }
-  cuda::require(x, DType::kBF16, "quantize_linear_fp8_residual_add input");
-  check_fp8_residual_add(rows, weight, scale, residual);
-  FG_CHECK(rows.values.same_shape({n, in}), "cuda backend: quantize_linear_fp8_residual_add of {} with rows {}",
-           x.shape_string(), rows.values.shape_string());
-  cuda::require_aligned16(x, "quantize_linear_fp8_residual_add input");
-  check_static_scale(static_scale);
-  cuda::LinearOutputs outputs = cuda::LinearOutputs::whole(residual.data, weight.dim(0));
-  outputs.add_to_output = true;
-  cuda::launch_fp8_small_n_linear_quantizing(cuda::bf16_ptr(x), static_scale, weight.as<const uint8_t>(),
-                                             scale.as<const float>(), nullptr, outputs, n, in, weight.dim(0),
-                                             sm_count_, stream_);
-}
-
-void CudaBackend::silu_mul_quantize_linear_fp8_residual_add(const Tensor& gate, const Tensor& up, const Tensor& act,
-                                                            float static_scale, const Fp8Rows& rows,
-                                                            const Tensor& weight, const Tensor& scale,
-                                                            const Tensor& out, const Tensor& residual) {
-  const int64_t n = gate.rank == 2 ? gate.dim(0) : 0, in = gate.rank == 2 ? gate.dim(1) : 0;
-  if (!rounds_fp8_rows_in_linear(n, in, weight.rank == 2 ? weight.dim(0) : 0)) {
-    Backend::silu_mul_quantize_linear_fp8_residual_add(gate, up, act, static_scale, rows, weight, scale, out,
-                                                       residual);
-    return;
-  }
-  cuda::require(gate, DType::kBF16, "silu_mul_quantize_linear_fp8_residual_add gate");
-  cuda::require(up, DType::kBF16, "silu_mul_quantize_linear_fp8_residual_add up");
-  check_fp8_residual_add(rows, weight, scale, residual);
-  FG_CHECK(up.same_shape({n, in}) && rows.values.same_shape({n, in}),
-           "cuda backend: silu_mul_quantize_linear_fp8_residual_add of gate {} and up {} with rows {}",
-           gate.shape_string(), up.shape_string(), rows.values.shape_string());
-  cuda::require_aligned16(gate, "silu_mul_quantize_linear_fp8_residual_add gate");
-  cuda::require_aligned16(up, "silu_mul_quantize_linear_fp8_residual_add up");
-  check_static_scale(static_scale);
-  cuda::LinearOutputs outputs = cuda::LinearOutputs::whole(residual.data, weight.dim(0));
-  outputs.add_to_output = true;
-  cuda::launch_fp8_small_n_linear_silu_mul_quantizing(cuda::bf16_ptr(gate), cuda::bf16_ptr(up), in, static_scale,
-                                                      weight.as<const uint8_t>(), scale.as<const float>(), nullptr,
-                                                      outputs, n, in, weight.dim(0), sm_count_, stream_);
-}
-
 void CudaBackend::quantize_weight_fp8(const Tensor& w, const Tensor& q, const Tensor& scales) {
   cuda::require(w, DType::kBF16, "quantize_weight_fp8 weight");
   cuda::require(q, DType::kF8E4M3, "quantize_weight_fp8 output");

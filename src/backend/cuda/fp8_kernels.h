@@ -62,27 +62,6 @@ void launch_fp8_small_n_linear(const uint8_t* x, const float* x_scales, const ui
                                const __nv_bfloat16* bias, const LinearOutputs& out, int64_t n, int64_t in,
                                int64_t out_features, int sm_count, cudaStream_t stream);
 
-// launch_fp8_small_n_linear of the rows launch_quantize_fp8_rows would make of x (bf16 [n, in]),
-// or launch_silu_mul_quantize_fp8 of gate and up (rows in_stride apart), each block rounding the
-// rows itself (into shared memory) with the quantizers' arithmetic: the same outputs, bit for bit,
-// without the quantizer's launch (what the rows cost a block: n x in bf16 values from L2, which at
-// decode sizes is less than a launch). fp8_small_n_quantizes_here(n, in) must hold.
-inline constexpr int64_t kFp8QuantizeHereMaxRows = 8;
-inline constexpr int64_t kFp8QuantizeHereRowPad = 64;  // bytes a shared row is padded by (banks)
-inline constexpr int64_t kFp8QuantizeHereMaxBytes = int64_t{96} << 10;
-inline bool fp8_small_n_quantizes_here(int64_t n, int64_t in) {
-  return n >= 1 && n <= kFp8QuantizeHereMaxRows && n * (in + kFp8QuantizeHereRowPad) <= kFp8QuantizeHereMaxBytes;
-}
-void launch_fp8_small_n_linear_quantizing(const __nv_bfloat16* x, float static_scale, const uint8_t* w,
-                                          const float* w_scales, const __nv_bfloat16* bias, const LinearOutputs& out,
-                                          int64_t n, int64_t in, int64_t out_features, int sm_count,
-                                          cudaStream_t stream);
-void launch_fp8_small_n_linear_silu_mul_quantizing(const __nv_bfloat16* gate, const __nv_bfloat16* up,
-                                                   int64_t in_stride, float static_scale, const uint8_t* w,
-                                                   const float* w_scales, const __nv_bfloat16* bias,
-                                                   const LinearOutputs& out, int64_t n, int64_t in,
-                                                   int64_t out_features, int sm_count, cudaStream_t stream);
-
 // The scaling of an FP8 linear whose sums a GEMM left unscaled (CublasLtLinear::run_fp8): each
 // output (i, j) of `out` gets sums[i, j] * x_scales[i] * w_scales[j] (+ bias[j]), in fp32 in that
 // order, rounded once to bf16 and stored (or added, out.add_to_output) as LinearOutputs::put does.

@@ -14,7 +14,6 @@
 #include "backend/cuda/bf16_vec.cuh"
 #include "backend/cuda/e4m3_vec.cuh"
 #include "backend/cuda/fp8_kernels.h"
-#include "backend/cuda/fp8_row_sources.cuh"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/pdl.cuh"
 
@@ -45,6 +44,49 @@ __device__ __forceinline__ float block_max(float x, float* scratch) {
   __syncthreads();  // scratch may be reused
   return m;
 }
+
+// The row's scale from its max |v| (or the static scale).
+__device__ __forceinline__ float row_scale(float amax, float static_scale) {
+  if (static_scale > 0.0f) return static_scale;
+  const float s = __fdiv_rn(amax, kE4M3Largest);
+  return s == 0.0f ? 1.0f : s;
+}
+
+// Where a row's 16-value chunks come from: bf16 rows as they are.
+struct Bf16Rows {
+  const bf16* x;
+  __device__ __forceinline__ void load(int64_t row, int chunk, int width, float (&v)[16]) const {
+    const uint4* p = reinterpret_cast<const uint4*>(x + row * width) + 2 * chunk;
+    float a[8], b[8];
+    unpack_bf16x8(p[0], a);
+    unpack_bf16x8(p[1], b);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      v[e] = a[e];
+      v[8 + e] = b[e];
+    }
+  }
+};
+
+// ... or silu(gate) * up rounded to bf16: silu_mul_kernel's expression (activation_kernels.cu),
+// so that the rounded values are the ones it stores.
+struct SiluMulRows {
+  const bf16* gate;
+  const bf16* up;
+  int64_t in_stride;
+  __device__ __forceinline__ void load(int64_t row, int chunk, int /*width*/, float (&v)[16]) const {
+    const uint4* g_p = reinterpret_cast<const uint4*>(gate + row * in_stride) + 2 * chunk;
+    const uint4* u_p = reinterpret_cast<const uint4*>(up + row * in_stride) + 2 * chunk;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float g[8], u[8];
+      unpack_bf16x8(g_p[h], g);
+      unpack_bf16x8(u_p[h], u);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[8 * h + e] = bf16_round(g[e] / (1.0f + __expf(-g[e])) * u[e]);
+    }
+  }
+};
 
 // Row blockIdx.x of `src`, `width` wide (a multiple of 16). Each thread holds its first chunk in
 // registers between the max and the quantization (at 1024 threads that is a row of up to 16,384
@@ -77,11 +119,15 @@ __global__ void __launch_bounds__(1024) quantize_rows_kernel(Source src, float s
   }
   const float s = row_scale(amax, static_scale);
   uint4* q = reinterpret_cast<uint4*>(out.values + row * width);
-  if (held) q[threadIdx.x] = quantize16(first, s);
+  const auto quantize16 = [s](const float (&v)[16]) {
+    return make_uint4(quantize4(v[0], v[1], v[2], v[3], s), quantize4(v[4], v[5], v[6], v[7], s),
+                      quantize4(v[8], v[9], v[10], v[11], s), quantize4(v[12], v[13], v[14], v[15], s));
+  };
+  if (held) q[threadIdx.x] = quantize16(first);
   for (int c = threadIdx.x + blockDim.x; c < chunks; c += blockDim.x) {
     float v[16];
     src.load(row, c, width, v);
-    q[c] = quantize16(v, s);
+    q[c] = quantize16(v);
   }
   if (threadIdx.x == 0) out.scales[row] = s;
 }

@@ -31,10 +31,8 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <type_traits>
 
 #include "backend/cuda/fp8_kernels.h"
-#include "backend/cuda/fp8_row_sources.cuh"
 #include "backend/cuda/mma_e4m3.cuh"
 #include "backend/cuda/weight_loads.cuh"
 #include "core/cuda/cuda_check.h"
@@ -51,98 +49,8 @@ constexpr int kPrefetchGroups = 2;  // how far ahead (in the warp's own groups) 
 constexpr int kMaxWarps = 16;
 constexpr int kWarpsPerSm = 16;     // the resident warps the grid aims for (<= 128 registers each)
 
-// Token rows a quantizer kernel rounded to e4m3 (fp8_quant_kernels.cu), in global memory.
-struct E4m3Tokens {
-  const uint8_t* values;  // [n, in]
-  const float* scales;    // [n]
-};
-
-// Token rows the block rounds to e4m3 itself, from bf16 rows (Bf16Rows) or SiLU-and-multiply's
-// inputs (SiluMulRows), into shared memory: the quantizer kernel's arithmetic (fp8_row_sources.cuh),
-// so the same bits, without its launch.
-template <typename Source>
-struct QuantizedHereTokens {
-  Source src;
-  float static_scale;  // > 0: the rows' scale; else a scale per row from its max
-};
-
-template <typename Tokens>
-constexpr bool kQuantizesHere = !std::is_same_v<Tokens, E4m3Tokens>;
-
-// Shared-memory rows are kRowPad bytes longer than a row, so that the two rows a quarter warp
-// reads (lanes g = 0, 1) fall in different banks.
-constexpr int kRowPad = static_cast<int>(kFp8QuantizeHereRowPad);
-constexpr int kMaxQuantizedRows = static_cast<int>(kFp8QuantizeHereMaxRows);
-
-// Token rows are written by the previous kernel: from global memory a coherent load after the wait
-// (pdl.cuh); from shared memory the block's own rows.
-template <bool kShared>
-__device__ __forceinline__ uint4 load_tokens(const uint8_t* p) {
-  if constexpr (kShared) return *reinterpret_cast<const uint4*>(p);
-  else return load_written_16(p);
-}
-
-// The max of `m` over the warp lanes whose `row` is the same, folded into row_max[row] (the bits
-// of a non-negative float, which order as the values do). A warp's items are consecutive chunks, so
-// they share a row but where they cross into the next.
-__device__ __forceinline__ void fold_row_max(float m, int row, unsigned* row_max) {
-  const int lane = threadIdx.x & 31;
-  const int row0 = __shfl_sync(0xffffffffu, row, 0);
-  if (__all_sync(0xffffffffu, row == row0)) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
-    if (lane == 0 && row0 >= 0) atomicMax(row_max + row0, __float_as_uint(m));
-  } else if (row >= 0) {
-    atomicMax(row_max + row, __float_as_uint(m));
-  }
-}
-
-// Rounds the n token rows [n, in] of `tokens` to e4m3 into shared `rows` (row r at r * stride) with
-// their scales in `scales`, as launch_quantize_fp8_rows would: each thread takes chunks of 16
-// values, a row's max meets in row_max (a max is exact in any order), then each chunk is loaded
-// again (from L1) and rounded with its row's scale. Ends with the rows visible to the block.
-template <typename Source>
-__device__ void quantize_rows_here(const QuantizedHereTokens<Source>& tokens, int n, int in, uint8_t* rows,
-                                   int stride, float* scales, unsigned* row_max) {
-  const int chunks = in / 16, items = n * chunks, threads = blockDim.x, lane = threadIdx.x & 31;
-  const bool dynamic = !(tokens.static_scale > 0.0f);
-  if (dynamic) {
-    if (threadIdx.x < n) row_max[threadIdx.x] = 0u;
-    __syncthreads();
-    // A warp-uniform trip count (fold_row_max shuffles across the warp). Each thread's kBatch
-    // chunks are all loaded before any is used; a chunk past the rows loads the last one again
-    // (so that no load waits on a predicate) and counts for no row.
-    constexpr int kBatch = Source::kBatch;
-    for (int base = threadIdx.x - lane; base < items; base += kBatch * threads) {
-      typename Source::Raw raw[kBatch];
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int item = min(base + lane + b * threads, items - 1), r = item / chunks;
-        raw[b] = tokens.src.fetch(r, item - r * chunks, in);
-      }
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int item = base + lane + b * threads;
-        float v[16], m = 0.0f;
-        Source::values(raw[b], v);
-#pragma unroll
-        for (int e = 0; e < 16; ++e) m = fmaxf(m, fabsf(v[e]));
-        fold_row_max(m, item < items ? item / chunks : -1, row_max);
-      }
-    }
-    __syncthreads();
-  }
-  for (int item = threadIdx.x; item < items; item += threads) {
-    const int r = item / chunks, c = item - r * chunks;
-    const float s = row_scale(dynamic ? __uint_as_float(row_max[r]) : 0.0f, tokens.static_scale);
-    float v[16];
-    tokens.src.load(r, c, in, v);
-    *reinterpret_cast<uint4*>(rows + r * stride + 16 * c) = quantize16(v, s);
-  }
-  if (threadIdx.x < n)
-    scales[threadIdx.x] = row_scale(dynamic ? __uint_as_float(row_max[threadIdx.x]) : 0.0f, tokens.static_scale);
-  __syncthreads();
-}
+// Token rows are written by the previous kernel: a coherent load after the wait (pdl.cuh).
+__device__ __forceinline__ uint4 load_tokens(const uint8_t* p) { return load_written_16(p); }
 
 // One k-step of 64 for one n8 tile: weight rows g (lo) and g + 8 (hi), token fragment x. Word i
 // of each is the i-th mma's: its low two bytes the slots (2t, 2t+1), its high two (2t+8, 2t+9).
@@ -155,16 +63,14 @@ __device__ __forceinline__ void mma_step(float (&c)[4], const uint32_t (&a)[4][4
                     e4m3x2_to_f16x2_alu<0x3424>(xw[i]));
 }
 
-// kTiles: n8 tiles of token rows, 2 when n > 8. Tokens: E4m3Tokens, or QuantizedHereTokens (n <=
-// 8). Dynamic shared memory: partial, [warp][tile][accumulator][lane] fp32 (before the main loop
-// also the rows' maxes), then for QuantizedHereTokens the rows' scales (kMaxQuantizedRows fp32) and
-// the rounded rows (n x (in + kRowPad) bytes).
-template <int kTiles, typename Tokens>
+// kTiles: n8 tiles of token rows, 2 when n > 8. partial (dynamic shared memory):
+// [warp][tile][accumulator][lane] fp32.
+template <int kTiles>
 __global__ void __launch_bounds__(kMaxWarps * 32, 1)
-    fp8_small_n_linear_kernel(const Tokens tokens, const uint8_t* __restrict__ w, const float* __restrict__ w_scales,
+    fp8_small_n_linear_kernel(const uint8_t* x, const float* x_scales,
+                              const uint8_t* __restrict__ w, const float* __restrict__ w_scales,
                               const __nv_bfloat16* __restrict__ bias, const LinearOutputs out, int n, int in,
                               int out_features) {
-  constexpr bool kShared = kQuantizesHere<Tokens>;
   extern __shared__ float partial[];
   allow_dependent_grids();  // the next kernel may start fetching what it does not wait for
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
@@ -172,16 +78,50 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
   const int row0 = blockIdx.x * kTileRows;
 
   // Weight rows past the end (a last, partial block) read the last row; their outputs are not
-  // stored, and no other output depends on them.
+  // stored, and no other output depends on them. Token rows past n read row 0 (addresses other
+  // lanes read anyway) and are zeroed after the load, so that no load waits on a predicate.
   const uint8_t* w_lo = w + static_cast<int64_t>(min(row0 + g, out_features - 1)) * in + t * 16;
   const uint8_t* w_hi = w + static_cast<int64_t>(min(row0 + g + 8, out_features - 1)) * in + t * 16;
+  bool has_x[kTiles];
+  const uint8_t* x_lane[kTiles];
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) {
+    has_x[j] = g + 8 * j < n;
+    x_lane[j] = x + static_cast<int64_t>(has_x[j] ? g + 8 * j : 0) * in + t * 16;
+  }
   const uint4 zero = make_uint4(0, 0, 0, 0);
 
+  float acc[kTiles][4] = {};
+  auto step = [&](const uint4& lo, const uint4& hi, const uint4 (&xv)[kTiles]) {
+    uint32_t a[4][4];
+    e4m3_a_fragments<true>(lo, hi, a);  // weight rows g and g + 8
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      uint4 x_frag = xv[j];
+      if (!has_x[j]) x_frag = zero;
+      mma_step(acc[j], a, x_frag);
+    }
+  };
   auto load_group = [&](int k, uint4 (&lo)[kUnroll], uint4 (&hi)[kUnroll]) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       lo[u] = load_weights(w_lo + k + u * kStepK);
       hi[u] = load_weights(w_hi + k + u * kStepK);
+    }
+  };
+  // The token fragments of a group come in kUnroll / kTiles steps at a time: with two tiles, all of
+  // them at once would not fit beside the two groups of weights in 128 registers.
+  constexpr int kTokenSteps = kUnroll / kTiles;
+  auto compute_group = [&](int k, const uint4 (&lo)[kUnroll], const uint4 (&hi)[kUnroll]) {
+#pragma unroll
+    for (int u0 = 0; u0 < kUnroll; u0 += kTokenSteps) {
+      uint4 xv[kTokenSteps][kTiles];
+#pragma unroll
+      for (int u = 0; u < kTokenSteps; ++u)
+#pragma unroll
+        for (int j = 0; j < kTiles; ++j) xv[u][j] = load_tokens(x_lane[j] + k + (u0 + u) * kStepK);
+#pragma unroll
+      for (int u = 0; u < kTokenSteps; ++u) step(lo[u0 + u], hi[u0 + u], xv[u]);
     }
   };
   // A group's weights are 2 x 256 contiguous bytes per row pair (g, g + 8): 4 lines of 128, one
@@ -207,60 +147,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
   load_ahead(group, lo_a, hi_a);
   load_ahead(group + warps, lo_b, hi_b);
   wait_for_prerequisite_grids();
-
-  // The token rows: e4m3 in global memory, or rounded here into shared memory. Token rows past n
-  // read row 0 (addresses other lanes read anyway) and are zeroed after the load, so that no load
-  // waits on a predicate.
-  const uint8_t* x;
-  const float* x_scales;
-  int64_t x_stride = in;
-  if constexpr (kShared) {
-    const int partial_floats = warps * kTiles * 4 * 32;
-    float* row_scales = partial + partial_floats;
-    uint8_t* rows = reinterpret_cast<uint8_t*>(row_scales + kMaxQuantizedRows);
-    x_stride = in + kRowPad;
-    quantize_rows_here(tokens, n, in, rows, static_cast<int>(x_stride), row_scales,
-                       reinterpret_cast<unsigned*>(partial));
-    x = rows;
-    x_scales = row_scales;
-  } else {
-    x = tokens.values;
-    x_scales = tokens.scales;
-  }
-  bool has_x[kTiles];
-  const uint8_t* x_lane[kTiles];
-#pragma unroll
-  for (int j = 0; j < kTiles; ++j) {
-    has_x[j] = g + 8 * j < n;
-    x_lane[j] = x + (has_x[j] ? g + 8 * j : 0) * x_stride + t * 16;
-  }
-
-  float acc[kTiles][4] = {};
-  auto step = [&](const uint4& lo, const uint4& hi, const uint4 (&xv)[kTiles]) {
-    uint32_t a[4][4];
-    e4m3_a_fragments<true>(lo, hi, a);  // weight rows g and g + 8
-#pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
-      uint4 x_frag = xv[j];
-      if (!has_x[j]) x_frag = zero;
-      mma_step(acc[j], a, x_frag);
-    }
-  };
-  // The token fragments of a group come in kUnroll / kTiles steps at a time: with two tiles, all of
-  // them at once would not fit beside the two groups of weights in 128 registers.
-  constexpr int kTokenSteps = kUnroll / kTiles;
-  auto compute_group = [&](int k, const uint4 (&lo)[kUnroll], const uint4 (&hi)[kUnroll]) {
-#pragma unroll
-    for (int u0 = 0; u0 < kUnroll; u0 += kTokenSteps) {
-      uint4 xv[kTokenSteps][kTiles];
-#pragma unroll
-      for (int u = 0; u < kTokenSteps; ++u)
-#pragma unroll
-        for (int j = 0; j < kTiles; ++j) xv[u][j] = load_tokens<kShared>(x_lane[j] + k + (u0 + u) * kStepK);
-#pragma unroll
-      for (int u = 0; u < kTokenSteps; ++u) step(lo[u0 + u], hi[u0 + u], xv[u]);
-    }
-  };
   for (; group < groups; group += 2 * warps) {
     compute_group(group * kGroupK, lo_a, hi_a);
     load_ahead(group + 2 * warps, lo_a, hi_a);
@@ -279,7 +165,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
       lo = load_weights(w_lo + k);
       hi = load_weights(w_hi + k);
 #pragma unroll
-      for (int j = 0; j < kTiles; ++j) xv[j] = load_tokens<kShared>(x_lane[j] + k);
+      for (int j = 0; j < kTiles; ++j) xv[j] = load_tokens(x_lane[j] + k);
     }
     step(lo, hi, xv);
   }
@@ -334,28 +220,15 @@ int fp8_linear_warps(int64_t out_features, int64_t in, int sm_count) {
   return warps;
 }
 
-template <int kTiles, typename Tokens>
-void launch_tiles(const Tokens& tokens, const uint8_t* w, const float* w_scales, const __nv_bfloat16* bias,
-                  const LinearOutputs& out, int64_t n, int64_t in, int64_t out_features, int sm_count,
-                  cudaStream_t stream) {
-  const int warps = fp8_linear_warps(out_features, in, sm_count);
+template <int kTiles>
+void launch_tiles(const uint8_t* x, const float* x_scales, const uint8_t* w, const float* w_scales,
+                  const __nv_bfloat16* bias, const LinearOutputs& out, int64_t n, int64_t in, int64_t out_features,
+                  int warps, cudaStream_t stream) {
   const int64_t blocks = (out_features + kTileRows - 1) / kTileRows;
-  size_t shared_bytes = static_cast<size_t>(warps) * kTiles * 4 * 32 * sizeof(float);
-  if constexpr (kQuantizesHere<Tokens>) {
-    shared_bytes += kMaxQuantizedRows * sizeof(float) + static_cast<size_t>(n * (in + kRowPad));
-    // Past the 48 KB a launch may ask for by default; set once for the largest the rule allows.
-    static const bool raised = [] {
-      const size_t most = kMaxWarps * kTiles * 4 * 32 * sizeof(float) + kMaxQuantizedRows * sizeof(float) +
-                          static_cast<size_t>(kFp8QuantizeHereMaxBytes);
-      FG_CUDA_CHECK(cudaFuncSetAttribute(fp8_small_n_linear_kernel<kTiles, Tokens>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(most)));
-      return true;
-    }();
-    (void)raised;
-  }
-  launch_with_pdl(fp8_small_n_linear_kernel<kTiles, Tokens>, dim3(static_cast<unsigned>(blocks)), dim3(warps * 32),
-                  shared_bytes, stream, tokens, w, w_scales, bias, out, static_cast<int>(n), static_cast<int>(in),
-                  static_cast<int>(out_features));
+  const size_t shared_bytes = static_cast<size_t>(warps) * kTiles * 4 * 32 * sizeof(float);
+  launch_with_pdl(fp8_small_n_linear_kernel<kTiles>, dim3(static_cast<unsigned>(blocks)), dim3(warps * 32),
+                  shared_bytes, stream, x, x_scales, w, w_scales, bias, out, static_cast<int>(n),
+                  static_cast<int>(in), static_cast<int>(out_features));
 }
 
 }  // namespace
@@ -364,29 +237,10 @@ void launch_fp8_small_n_linear(const uint8_t* x, const float* x_scales, const ui
                                const __nv_bfloat16* bias, const LinearOutputs& out, int64_t n, int64_t in,
                                int64_t out_features, int sm_count, cudaStream_t stream) {
   if (n == 0 || out_features == 0) return;
+  const int warps = fp8_linear_warps(out_features, in, sm_count);
   // The two instantiations differ only in whether token rows 8..15 have a tile of their own.
-  const E4m3Tokens tokens{x, x_scales};
-  if (n > 8) launch_tiles<2>(tokens, w, w_scales, bias, out, n, in, out_features, sm_count, stream);
-  else launch_tiles<1>(tokens, w, w_scales, bias, out, n, in, out_features, sm_count, stream);
-}
-
-void launch_fp8_small_n_linear_quantizing(const __nv_bfloat16* x, float static_scale, const uint8_t* w,
-                                          const float* w_scales, const __nv_bfloat16* bias, const LinearOutputs& out,
-                                          int64_t n, int64_t in, int64_t out_features, int sm_count,
-                                          cudaStream_t stream) {
-  if (n == 0 || out_features == 0) return;
-  launch_tiles<1>(QuantizedHereTokens<Bf16Rows>{{x}, static_scale}, w, w_scales, bias, out, n, in, out_features,
-                  sm_count, stream);
-}
-
-void launch_fp8_small_n_linear_silu_mul_quantizing(const __nv_bfloat16* gate, const __nv_bfloat16* up,
-                                                   int64_t in_stride, float static_scale, const uint8_t* w,
-                                                   const float* w_scales, const __nv_bfloat16* bias,
-                                                   const LinearOutputs& out, int64_t n, int64_t in,
-                                                   int64_t out_features, int sm_count, cudaStream_t stream) {
-  if (n == 0 || out_features == 0) return;
-  launch_tiles<1>(QuantizedHereTokens<SiluMulRows>{{gate, up, in_stride}, static_scale}, w, w_scales, bias, out, n,
-                  in, out_features, sm_count, stream);
+  if (n > 8) launch_tiles<2>(x, x_scales, w, w_scales, bias, out, n, in, out_features, warps, stream);
+  else launch_tiles<1>(x, x_scales, w, w_scales, bias, out, n, in, out_features, warps, stream);
 }
 
 }  // namespace fg::cuda
