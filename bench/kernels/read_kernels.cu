@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "backend/cuda/weight_loads.cuh"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_info.h"
 #include "core/cuda/pdl.cuh"
@@ -17,19 +18,10 @@ using cuda::wait_for_prerequisite_grids;
 constexpr int kThreads = 256;
 constexpr int kUnroll = 8;  // 16-byte loads in flight per thread, as many as a direct-kernel lane's group and more
 
-// Read-only, around L1, 128-byte L2 lines, as the direct matmul's loads. Volatile, unlike the
-// matmul's: the loads must stay where the kernel puts them (before its wait).
-__device__ __forceinline__ uint4 load_streaming(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
 __global__ void __launch_bounds__(kThreads) read_only_kernel(const uint4* __restrict__ p, int64_t vecs,
                                                              unsigned* __restrict__ sink) {
-  // Launched as the matmuls are (PDL): the next launch may start reading while this one drains.
+  // Launched as the matmuls are (PDL), loading as the direct matmuls load their weights: the next
+  // launch may start reading while this one drains.
   // Unlike a matmul, nothing here waits for the launch before until the very end.
   allow_dependent_grids();
   unsigned acc = 0;
@@ -40,7 +32,7 @@ __global__ void __launch_bounds__(kThreads) read_only_kernel(const uint4* __rest
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t i = base + static_cast<int64_t>(u) * kThreads;
-      v[u] = i < vecs ? load_streaming(p + i) : make_uint4(0, 0, 0, 0);
+      v[u] = i < vecs ? cuda::load_weights(p + i) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
