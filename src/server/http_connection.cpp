@@ -79,9 +79,10 @@ void HttpConnection::become_idle() {
   body_left_ = 0;
   keep_alive_ = true;
   close_after_ = false;
+  // With nothing buffered the connection waits for its next request. The offsets go back to the
+  // buffer's start in read(), not here: a read issued while the request was handled may be in
+  // flight, and it lands at in_end_.
   if (in_begin_ == in_end_) {
-    in_begin_ = in_end_ = 0;
-    if (in_.size() > 4 * kInitialBuffer) in_ = std::vector<char>(kInitialBuffer);  // a big request went by
     if (peer_eof_) return graceful_close();
     if (host_.draining()) return close();
     host_.registry().set_idle(*this);
@@ -107,7 +108,12 @@ bool HttpConnection::start_request() {
 
 void HttpConnection::read() {
   if (reading_ || peer_eof_ || state_ == State::kClosed) return;
-  if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
+  if (in_begin_ == in_end_) {
+    in_begin_ = in_end_ = 0;
+    // A big request went by: back to the idle size. Only here, where no read is in flight (one
+    // issued while a request is handled writes into the buffer, at in_end_, until it completes).
+    if (state_ != State::kBody && in_.size() > 4 * kInitialBuffer) in_ = std::vector<char>(kInitialBuffer);
+  }
   if (in_end_ == in_.size()) {
     // Room: at most the header limit (and a byte, to see it exceeded) of a request, or of
     // pipelined requests held while one is served; a body passes through in chunks.

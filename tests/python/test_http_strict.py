@@ -12,6 +12,9 @@ took a half-close for a disconnect, and answered HTTP/1.0 clients in HTTP/1.1 te
 - HTTP/1.0 (2.3, 6.3, 9.3): answered with an HTTP/1.0 status line, never chunked, streams
   delimited by the close; persistent only when the client asked (Connection: keep-alive).
 - Errors: OpenAI-shaped, at most 1 KiB, never the input echoed beyond an excerpt.
+- Persistent connections (9.3): after pipelined requests, and after a request whose body grew the
+  connection's read buffer, the next requests on the connection arrive intact (the read buffer is
+  compacted, or shrunk, only where no read is in flight into it).
 """
 import json
 import socket
@@ -116,6 +119,44 @@ def http10(port):
               f"HTTP/1.0 keep-alive: {first!r} then {second!r}")
 
 
+def after_pipelined_requests(port):
+    # Two requests in one write: the second waits in the buffer while the first is served, and a
+    # read goes out past it. The third, sent once both are answered, must be read as itself.
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        reader = Reader(s)
+        for i in range(5):
+            s.sendall(post("/v1/completions", {"prompt": "hi", "max_tokens": 1}) +
+                      b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            first, second = reader.response(), reader.response()
+            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+            third = reader.response()
+            models = third.json() if third is not None and third.status == 200 else None
+            ok = (first is not None and first.status == 200 and second is not None and second.status == 200 and
+                  isinstance(models, dict) and models.get("object") == "list")
+            check(ok, f"pipelined, round {i}: a completion and /health, then /v1/models: {first!r}, {second!r}, "
+                      f"{third!r}")
+            if not ok:
+                return
+
+
+def body_after_a_big_body(port):
+    big = {"prompt": "hi", "max_tokens": 1, "stop": ["x" * 40_000]}
+    # 3 KB: past the 2 KiB an idle connection's buffer holds; the padding is JSON whitespace.
+    small = b'{"prompt": "hi", "max_tokens": 1' + b" " * 3000 + b"}"
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        reader = Reader(s)
+        for i in range(20):
+            s.sendall(post("/v1/completions", big))
+            first = reader.response()
+            s.sendall(post("/v1/completions", small))
+            second = reader.response()
+            ok = (first is not None and first.status == 200 and second is not None and second.status == 200 and
+                  second.json() and not second.closed)
+            check(ok, f"keep-alive, round {i}: a 40 KB body, then a 3 KB one: {first!r} then {second!r}")
+            if not ok:
+                return
+
+
 def bounded_errors(port):
     # A 4 MB body that is not JSON (an unterminated string): a small 400.
     big = b'{"prompt": "' + b"x" * 4_000_000
@@ -136,7 +177,8 @@ def main():
     try:
         server.wait_ready()
         port = server.port
-        for case in (field_syntax, host_rules, target_forms, long_request_line, half_close, http10, bounded_errors):
+        for case in (field_syntax, host_rules, target_forms, long_request_line, half_close, http10,
+                     after_pipelined_requests, body_after_a_big_body, bounded_errors):
             case(port)
             print(f"{case.__name__}: done ({time.time() - start:.1f} s)", flush=True)
         r = exchange(port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
