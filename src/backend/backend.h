@@ -159,6 +159,15 @@ class Backend {
     linear_fp8_group(x, {{&weight, &scale, nullptr, out}});
     add(residual, out);
   }
+  // The MLP's first half in FP8 up to down_proj's input: the gate and up linears of x
+  // (linear_fp8_group of the two parts), then silu_mul_quantize_fp8 of their outputs (act: scratch
+  // [n, I]) into out. A backend may compute silu(gate) * up in the linears' store, into act: out
+  // then holds the same bits, and the parts' outputs are left unwritten.
+  virtual void linear_fp8_silu_mul_quantize(const Fp8Rows& x, const Fp8LinearPart& gate, const Fp8LinearPart& up,
+                                            const Tensor& act, float static_scale, const Fp8Rows& out) {
+    linear_fp8_group(x, {gate, up});
+    silu_mul_quantize_fp8(gate.out, up.out, act, static_scale, out);
+  }
   // A weight w [out, in] (a float dtype this backend keeps weights in) quantized per output
   // channel: scales[j] = max_k |w[j, k]| / 448 in fp32 (1 where 0), q[j, k] = e4m3(w[j, k] /
   // scales[j]) rounded as in quantize_fp8. q F8_E4M3 [out, in], scales F32 [out].

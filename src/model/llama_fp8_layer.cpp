@@ -92,12 +92,17 @@ void LlamaModel::fp8_layer(int64_t l, const StepInputs& step, const KvCache& kv,
     b.linear_residual_add(attn_out, w.o_proj, proj_out, residual);
   }
 
-  // MLP block: gate and up, SiLU-and-multiply rounding its output where down_proj is FP8.
+  // MLP block: gate and up, SiLU-and-multiply rounding its output where down_proj is FP8 (in one
+  // op with gate and up where they round their input alike).
   const Fp8Rows down_rows = fp8_rows(n, I);
-  if (w.gate_up_fp8()) {
-    normed_fp8_group(residual, w.post_attention_norm,
-                     {{&w.gate_proj, &w.gate_scale, nullptr, gate}, {&w.up_proj, &w.up_scale, nullptr, up}},
-                     {w.gate_in, w.up_in}, n);
+  const Fp8LinearPart gate_part{&w.gate_proj, &w.gate_scale, nullptr, gate};
+  const Fp8LinearPart up_part{&w.up_proj, &w.up_scale, nullptr, up};
+  if (w.gate_up_fp8() && w.down_fp8() && round_alike({w.gate_in, w.up_in})) {
+    const Fp8Rows rows = fp8_rows(n, residual.dim(1));
+    b.rms_norm_quantize_fp8(residual, w.post_attention_norm, eps, normed, w.gate_in.static_scale(), rows);
+    b.linear_fp8_silu_mul_quantize(rows, gate_part, up_part, mlp_act, w.down_in.static_scale(), down_rows);
+  } else if (w.gate_up_fp8()) {
+    normed_fp8_group(residual, w.post_attention_norm, {gate_part, up_part}, {w.gate_in, w.up_in}, n);
     if (w.down_fp8()) {
       b.silu_mul_quantize_fp8(gate, up, mlp_act, w.down_in.static_scale(), down_rows);
     } else {

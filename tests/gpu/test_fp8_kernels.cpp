@@ -4,8 +4,8 @@
 // unfused kernels store, and the decode linear against an fp64 reference of the same e4m3 values
 // within a bound derived from its fp32 arithmetic, in both its kernels (the direct one and the
 // streamed one, StreamedLinear::run_fp8, at forced slice counts and grids too); its rows' bits do
-// not depend on n. Outputs are
-// poisoned first, so that every element a kernel fails to write shows. (Its speed is measured by
+// not depend on n; the gated streamed kernel gives the span's linear then SiLU-and-multiply bit
+// for bit. Outputs are poisoned first, so that every element a kernel fails to write shows. (Its speed is measured by
 // `bench kernels --tables fp8_linear`.)
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -606,6 +606,70 @@ TEST_F(Fp8Kernels, SmallNLinearRowsAreBitIdenticalForEveryN) {
       }
     }
   }
+}
+
+// The gated streamed FP8 kernel (StreamedLinear::run_gated_fp8): silu(gate) * up with the bits of
+// the span's FP8 linear (run_fp8, stored as BF16) then the SiLU-and-multiply kernel, at every row
+// count of both tile layouts, over the 1B's gate/up span (8192 x 2048), a span of 8192 rows at
+// k 512 and one whose last chunk of k is partial (1040). Shapes the gated kernel does not take on
+// this GPU (fewer rows than its streaming rule asks of its SM count) are skipped by name.
+TEST_F(Fp8Kernels, StreamedGatedLinearIsTheSpanThenSiluMul) {
+  struct GatedShape {
+    int64_t intermediate, in;
+  };
+  int ran = 0;
+  for (const GatedShape s : {GatedShape{4096, 512}, GatedShape{4096, 1040}, GatedShape{8192, 2048}}) {
+    if (!cuda::gated_linear_applies(s.intermediate, s.in, sm_count_, 1)) {
+      std::printf("StreamedGatedLinearIsTheSpanThenSiluMul: %lld x %lld does not stream gated on %d SMs\n",
+                  static_cast<long long>(2 * s.intermediate), static_cast<long long>(s.in), sm_count_);
+      continue;
+    }
+    ++ran;
+    const int64_t rows = 2 * s.intermediate;
+    DeviceBuffer w = gpu_test::device_alloc(DType::kF8E4M3, {rows, s.in});
+    gpu_test::upload(w.tensor, random_e4m3(rng_, static_cast<size_t>(rows * s.in)));
+    DeviceBuffer w_scales = gpu_test::device_alloc(DType::kF32, {rows});
+    gpu_test::upload(w_scales.tensor, random_scales(rng_, static_cast<size_t>(rows), 1e-3f, 1e-2f));
+    DeviceBuffer x = gpu_test::device_alloc(DType::kF8E4M3, {16, s.in});
+    gpu_test::upload(x.tensor, random_e4m3(rng_, static_cast<size_t>(16 * s.in)));
+    DeviceBuffer x_scales = gpu_test::device_alloc(DType::kF32, {16});
+    gpu_test::upload(x_scales.tensor, random_scales(rng_, 16, 1e-3f, 4e-2f));
+    FG_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads ran on the legacy stream
+    const auto* xv = static_cast<const uint8_t*>(x.tensor.data);
+    const auto* xs = static_cast<const float*>(x_scales.tensor.data);
+    const auto* wv = static_cast<const uint8_t*>(w.tensor.data);
+    const auto* ws = static_cast<const float*>(w_scales.tensor.data);
+    for (const int64_t n : {1, 3, 8, 9, 16}) {
+      DeviceBuffer span = gpu_test::device_alloc(DType::kBF16, {n, rows});
+      DeviceBuffer want = gpu_test::device_alloc(DType::kBF16, {n, s.intermediate});
+      DeviceBuffer got = gpu_test::device_alloc(DType::kBF16, {n, s.intermediate});
+      gpu_test::poison(span.tensor);
+      gpu_test::poison(want.tensor);
+      gpu_test::poison(got.tensor);
+      FG_CUDA_CHECK(cudaDeviceSynchronize());
+      streamed_->run_fp8(xv, xs, wv, ws, nullptr, LinearOutputs::whole(span.tensor.data, rows), n, s.in, rows, stream_);
+      FG_CUDA_CHECK(cudaGetLastError());
+      const __nv_bfloat16* gate = bf16_ptr(span);
+      cuda::launch_silu_mul_rows(gate, gate + s.intermediate, static_cast<__nv_bfloat16*>(want.tensor.data), n,
+                                 s.intermediate, rows, stream_);
+      FG_CUDA_CHECK(cudaGetLastError());
+      streamed_->run_gated_fp8(xv, xs, wv, ws, static_cast<__nv_bfloat16*>(got.tensor.data), n, s.in, s.intermediate,
+                               stream_);
+      FG_CUDA_CHECK(cudaGetLastError());
+      FG_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      const std::vector<uint16_t> a = gpu_test::download<uint16_t>(want.tensor);
+      const std::vector<uint16_t> b = gpu_test::download<uint16_t>(got.tensor);
+      int64_t differ = 0, unwritten = 0;
+      for (size_t o = 0; o < a.size(); ++o) {
+        differ += a[o] != b[o];
+        unwritten += b[o] == kPoisonBf16;
+      }
+      const std::string what = std::to_string(rows) + " x " + std::to_string(s.in) + ", n " + std::to_string(n);
+      EXPECT_EQ(differ, 0) << what << ": the gated kernel differs from the span's linear then silu_mul";
+      EXPECT_EQ(unwritten, 0) << what << ": outputs left unwritten";
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "no shape streams gated on " << sm_count_ << " SMs";
 }
 
 }  // namespace

@@ -167,6 +167,8 @@ class CudaBackend final : public Backend {
   // then scaled per row and per channel by launch_fp8_scale_outputs, by the bucket rule. Parts
   // whose weights, scales (and biases) lie back to back run as one launch of the decode kernel;
   // past the small-n rows, one GEMM per part (the residual add's GEMM into its scratch `out`).
+  // A gate/up span that streams unsplit at decode rows takes SiLU-and-multiply into its store
+  // (StreamedLinear::run_gated_fp8), and the product is then rounded for down_proj.
   void quantize_fp8(const Tensor& x, float static_scale, const Fp8Rows& out) override;
   void rms_norm_quantize_fp8(const Tensor& x, const Tensor& norm_weight, float eps, const Tensor& normed,
                              float static_scale, const Fp8Rows& out) override;
@@ -178,6 +180,8 @@ class CudaBackend final : public Backend {
                                        const KvCacheLayer& cache) override;
   void linear_fp8_residual_add(const Fp8Rows& x, const Tensor& weight, const Tensor& scale, const Tensor& out,
                                const Tensor& residual) override;
+  void linear_fp8_silu_mul_quantize(const Fp8Rows& x, const Fp8LinearPart& gate, const Fp8LinearPart& up,
+                                    const Tensor& act, float static_scale, const Fp8Rows& out) override;
   void quantize_weight_fp8(const Tensor& w, const Tensor& q, const Tensor& scales) override;
 
   // linear() with the implementation forced (the kSmallN paths take at most 16 rows).

@@ -201,6 +201,30 @@ void CudaBackend::linear_fp8_qkv_rope_cache_write(const Fp8Rows& x, const std::v
                               stream_);
 }
 
+void CudaBackend::linear_fp8_silu_mul_quantize(const Fp8Rows& x, const Fp8LinearPart& gate, const Fp8LinearPart& up,
+                                               const Tensor& act, float static_scale, const Fp8Rows& out) {
+  check_fp8_rows(x, "linear_fp8_silu_mul_quantize");
+  check_fp8_part(x, gate);
+  check_fp8_part(x, up);
+  const int64_t n = x.values.dim(0), in = x.values.dim(1), intermediate = gate.weight->dim(0);
+  // One streamed launch (the gated kernel) where the span streams unsplit at decode rows (not
+  // batch invariant), as the BF16 gated path; else the linears, then the fused SiLU quantizer.
+  const bool gated = fuses_small_n(n) && up.weight->dim(0) == intermediate && fp8_fusable({gate, up}) &&
+                     bias_data(gate) == nullptr && cuda::gated_linear_applies(intermediate, in, sm_count_, 1);
+  if (!gated) {
+    Backend::linear_fp8_silu_mul_quantize(x, gate, up, act, static_scale, out);
+    return;
+  }
+  cuda::require(act, DType::kBF16, "linear_fp8_silu_mul_quantize activation");
+  FG_CHECK(act.same_shape({n, intermediate}), "cuda backend: linear_fp8_silu_mul_quantize of {} rows into {}",
+           n, act.shape_string());
+  cuda::require_aligned16(act, "linear_fp8_silu_mul_quantize activation");
+  if (n == 0) return;
+  streamed_->run_gated_fp8(x.values.as<const uint8_t>(), x.scales.as<const float>(), gate.weight->as<const uint8_t>(),
+                           gate.scale->as<const float>(), cuda::bf16_ptr(act), n, in, intermediate, stream_);
+  quantize_fp8(act, static_scale, out);
+}
+
 void CudaBackend::linear_fp8_residual_add(const Fp8Rows& x, const Tensor& weight, const Tensor& scale,
                                           const Tensor& out, const Tensor& residual) {
   check_fp8_rows(x, "linear_fp8_residual_add");

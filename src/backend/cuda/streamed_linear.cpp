@@ -159,6 +159,20 @@ void StreamedLinear::run_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, _
                                stream);
 }
 
+void StreamedLinear::run_gated_fp8(const uint8_t* x, const float* x_scales, const uint8_t* w, const float* w_scales,
+                                   __nv_bfloat16* out, int64_t n, int64_t in, int64_t intermediate,
+                                   cudaStream_t stream) {
+  if (n == 0 || intermediate == 0) return;
+  FG_CHECK(in % 16 == 0 && gated_linear_applies(intermediate, in, sm_count_, 1),
+           "cuda backend: the gated streamed FP8 linear does not take a {} x {} gate/up span", 2 * intermediate, in);
+  // The span's own choice, as run_gated's.
+  const int blocks_per_sm = streamed_blocks_per_sm(2 * intermediate, 1, n, sm_count_);
+  const StreamedGrid grid = streamed_gated_grid(intermediate, blocks_per_sm, sm_count_);
+  const Maps::Launch maps = maps_->for_launch(x, w, 2 * intermediate, in, n, grid.pass_tiles, Element::kE4m3);
+  launch_streamed_gated_fp8_linear(maps.weights, maps.tokens, maps.pass_weights, Fp8Scales{x_scales, w_scales}, out,
+                                   n, in, intermediate, grid, stream);
+}
+
 void StreamedLinear::run_qkv_rope(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
                                   const LinearOutputs& out, const QkvRope& rope, int64_t n, int64_t in, int64_t rows,
                                   cudaStream_t stream, int blocks_per_sm) {

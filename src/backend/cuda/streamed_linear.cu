@@ -59,7 +59,8 @@
 // k-step per warp per chunk), converted to f16 for the tensor cores (mma_e4m3.cuh: exact products,
 // fp32 sums): the token fragments once per step, the weight fragments once per tile. The store
 // applies sum * x_scale * w_scale (+ bias) in fp32, the order of fp8_kernels.h, after the slices
-// meet; with kRope (StreamedLinear::run_qkv_rope_fp8) before the rotation, as the unfused steps.
+// meet; with kRope (StreamedLinear::run_qkv_rope_fp8) before the rotation, gated
+// (StreamedLinear::run_gated_fp8) before gate and up are rounded to BF16, as the unfused steps.
 //
 // Slices, measured (bench/RESULTS.md, 2026-11-30): see streamed_k_slices. Thread block
 // clusters that meet through distributed shared memory, instead of the workspace, were slower
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                            const QkvRope rope, const Fp8Scales fp8_scales) {
   static_assert(!kNorm || kGated, "the plain kernel takes no input norm (CudaBackend::takes_input_norm)");
   static_assert(!(kGated && kRope) && (!kRope || std::is_same_v<OutT, bf16>), "RoPE pairs: BF16, not gated");
-  static_assert(!kFp8 || (!kGated && std::is_same_v<OutT, bf16>), "FP8: the plain or RoPE kernel, BF16 out");
+  static_assert(!kFp8 || (!kNorm && std::is_same_v<OutT, bf16>), "FP8: BF16 out, no input norm");
   constexpr bool kPaired = kGated || kRope;  // a unit is a pair of tiles
   extern __shared__ __align__(1024) unsigned char shared[];
   auto* partial = reinterpret_cast<float(*)[kPassTiles][4][32]>(shared);  // [warp][tile][acc][lane]
@@ -304,8 +305,10 @@ __global__ void __launch_bounds__(kThreads, 2)
       out.put_neighbours<OutT>(token, row0, out_features, value[0], value[1], paired_stores);
     }
   };
-  // Gated: the bf16 gate and up values, as the separate projections would store them, then
-  // SiLU-and-multiply exactly as silu_mul_kernel computes it, so the output has its bits.
+  // Gated: the bf16 gate and up values, as the separate projections would store them (FP8: each
+  // sum scaled as finish() scales it, the up rows' weight scales out_features on from the gate
+  // rows'), then SiLU-and-multiply exactly as silu_mul_kernel computes it, so the output has its
+  // bits.
   auto store_gated_tile = [&](int64_t tile_index, const float (&gate)[4], const float (&up)[4]) {
     const int64_t row0 = tile_index * kTileRows + 2 * t;
 #pragma unroll
@@ -313,11 +316,17 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int token = g + r * 8;
       if (token >= n || row0 >= out_features) continue;
       const float scale = kNorm ? row_scale[r] : 1.0f;
+      const float x_scale = token_scale(token);
       float value[2];
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const float gv = __bfloat162float(__float2bfloat16_rn(gate[2 * r + j] * scale));
-        const float uv = __bfloat162float(__float2bfloat16_rn(up[2 * r + j] * scale));
+        float gs = gate[2 * r + j] * scale, us = up[2 * r + j] * scale;
+        if constexpr (kFp8) {
+          gs = finish(gate[2 * r + j], x_scale, row0 + j);
+          us = finish(up[2 * r + j], x_scale, out_features + row0 + j);
+        }
+        const float gv = __bfloat162float(__float2bfloat16_rn(gs));
+        const float uv = __bfloat162float(__float2bfloat16_rn(us));
         value[j] = gv / (1.0f + __expf(-gv)) * uv;
       }
       out.put_neighbours<OutT>(token, row0, out_features, value[0], value[1], paired_stores);
@@ -603,6 +612,8 @@ void configure_streamed_linear_kernels() {
   set_shared_limit<false, bf16, false, false, false, true>();
   set_shared_limit<true, bf16, false, false, true, true>();
   set_shared_limit<false, bf16, false, false, true, true>();
+  set_shared_limit<true, bf16, true, false, false, true>();
+  set_shared_limit<false, bf16, true, false, false, true>();
 }
 
 StreamedGrid streamed_grid(int64_t out_features, int k_slices, int blocks_per_sm, int sm_count) {
@@ -644,6 +655,15 @@ void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap&
   if (n == 0 || intermediate == 0) return;
   launch_kernel<true>(weights, tokens, pass_weights, nullptr, LinearOutputs::whole(out, intermediate), false, n, in,
                       intermediate, intermediate / kTileRows, 1, grid, nullptr, nullptr, norm, stream);
+}
+
+void launch_streamed_gated_fp8_linear(const CUtensorMap& weights, const CUtensorMap& tokens,
+                                      const CUtensorMap& pass_weights, const Fp8Scales& scales, bf16* out, int64_t n,
+                                      int64_t in, int64_t intermediate, StreamedGrid grid, cudaStream_t stream) {
+  if (n == 0 || intermediate == 0) return;
+  launch_kernel<true, false, true>(weights, tokens, pass_weights, nullptr, LinearOutputs::whole(out, intermediate),
+                                   false, n, in, intermediate, intermediate / kTileRows, 1, grid, nullptr, nullptr,
+                                   InputNorm{}, stream, QkvRope{}, scales);
 }
 
 void launch_streamed_qkv_rope(const CUtensorMap& weights, const CUtensorMap& tokens, const CUtensorMap& pass_weights,

@@ -115,9 +115,9 @@ inline bool streams_unsplit(int64_t out_features, int64_t in, int sm_count, int 
 }
 
 // Whether StreamedLinear::run_gated takes a gate/up span of these sizes: the span streams unsplit
-// and its halves are whole tiles.
-inline bool gated_linear_applies(int64_t intermediate, int64_t in, int sm_count) {
-  return intermediate % kStreamedBoxRows == 0 && streams_unsplit(2 * intermediate, in, sm_count);
+// and its halves are whole tiles. value_bytes 1: an FP8 span (StreamedLinear::run_gated_fp8).
+inline bool gated_linear_applies(int64_t intermediate, int64_t in, int sm_count, int value_bytes = 2) {
+  return intermediate % kStreamedBoxRows == 0 && streams_unsplit(2 * intermediate, in, sm_count, value_bytes);
 }
 
 // Whether StreamedLinear::run_qkv_rope takes a q/k/v span of `rows` rows (q, k and v whole heads of
@@ -190,6 +190,13 @@ class StreamedLinear {
                const __nv_bfloat16* bias, const LinearOutputs& out, int64_t n, int64_t in, int64_t out_features,
                cudaStream_t stream, int k_slices = 0, int blocks_per_sm = 0);
 
+  // run_gated of an FP8 gate/up span w [2 x intermediate, in] with scales [2 x intermediate] (gate's
+  // then up's) over e4m3 rows x with scales [n]: each gate and up value has the bits run_fp8 of the
+  // span gives its column (rounded to BF16), and the product the bits silu_mul gives those.
+  // gated_linear_applies(..., 1) says when.
+  void run_gated_fp8(const uint8_t* x, const float* x_scales, const uint8_t* w, const float* w_scales,
+                     __nv_bfloat16* out, int64_t n, int64_t in, int64_t intermediate, cudaStream_t stream);
+
   // run_qkv_rope of an FP8 q/k/v span: each sum scaled as run_fp8's, then rotated and stored (and
   // cached) with the bits of run_fp8 then launch_rope_and_cache_write. Same conditions.
   void run_qkv_rope_fp8(const uint8_t* x, const float* x_scales, const uint8_t* w, const float* w_scales,
@@ -256,6 +263,13 @@ void launch_streamed_gated_linear(const CUtensorMap& weights, const CUtensorMap&
                                   const CUtensorMap& pass_weights, __nv_bfloat16* out, int64_t n, int64_t in,
                                   int64_t intermediate, StreamedGrid grid, const InputNorm& norm,
                                   cudaStream_t stream);
+
+// The gated kernel over e4m3 maps (as launch_streamed_gated_linear's), each sum scaled as
+// run_fp8's; same contract as StreamedLinear::run_gated_fp8.
+void launch_streamed_gated_fp8_linear(const CUtensorMap& weights, const CUtensorMap& tokens,
+                                      const CUtensorMap& pass_weights, const Fp8Scales& scales,
+                                      __nv_bfloat16* out, int64_t n, int64_t in, int64_t intermediate,
+                                      StreamedGrid grid, cudaStream_t stream);
 
 // The q/k/v kernel with RoPE over the maps StreamedLinear::run_qkv_rope makes (as run_gated's, over
 // the span [rows, in]); grid = streamed_qkv_rope_grid(...). Same contract as run_qkv_rope.
