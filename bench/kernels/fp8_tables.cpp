@@ -1,6 +1,7 @@
 // bench/kernels/fp8_tables.cpp — the FP8 tables of `bench kernels`: the decode matmuls (1-16 token
 // rows) over e4m3 weights against the engine's BF16 kernels and cuBLASLt's FP8 GEMM (fp8_linear),
-// and cuBLASLt's FP8 GEMM against its BF16 one at prefill sizes (fp8_gemm_rows).
+// and the engine's FP8 GEMM (CUTLASS's or cuBLASLt's by the rows' bucket) beside both and cuBLASLt's
+// BF16 GEMM at prefill sizes (fp8_gemm_rows).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "backend/cuda/cublaslt_linear.h"
+#include "backend/cuda/fp8_gemm_cutlass.h"
 #include "backend/cuda/fp8_kernels.h"
 #include "backend/cuda/streamed_linear.h"
 #include "bench/kernels/bench_support.h"
@@ -45,7 +47,8 @@ Fp8Rows quantized_rows(CudaBackend& backend, RandomTensors& random, int64_t rows
   return out;
 }
 
-// The engine's FP8 path past the decode rows: cuBLASLt's FP8 GEMM, then the scaling pass.
+// cuBLASLt's FP8 GEMM, then a pass applying the scales (cuBLASLt refuses the per-row and
+// per-channel scale modes on Hopper): the peer of the engine's FP8 matmuls.
 void scaled_gemm(cuda::CublasLtLinear& gemm, CudaBackend& backend, const Fp8Rows& x, const Fp8Weight& w,
                  const Tensor& out, int64_t rows, int64_t in, int64_t out_features) {
   gemm.run_fp8(x.values.data, w.q.data, out.data, rows, in, out_features, {rows, rows}, backend.stream());
@@ -126,10 +129,12 @@ nlohmann::json bench_fp8_linears(CudaBackend& backend, double copy_gbps) {
 
 nlohmann::json bench_fp8_gemm_rows(CudaBackend& backend) {
   nlohmann::json rows = nlohmann::json::array();
-  fmt::print("\ncuBLASLt FP8 GEMM (e4m3 x e4m3, BF16 out) and the pass applying the scales per token row and per output\n"
-             "channel, against cuBLASLt's BF16 GEMM, Llama-3.1-8B matmuls, TFLOP/s (2 M N K / time)\n");
-  fmt::print("{:<14} {:>6} {:>6} {:>5} | {:>9} {:>9} | {:>6}\n", "matmul", "out", "in", "M", "fp8", "bf16",
-             "ratio");
+  fmt::print("\nFP8 matmuls past the decode rows (e4m3 x e4m3, scales per token row and per output channel, BF16 out):\n"
+             "the engine's pick (by the rows' bucket), CUTLASS's Hopper FP8 GEMM with the scales in its epilogue, and\n"
+             "cuBLASLt's FP8 GEMM followed by a scaling pass, against cuBLASLt's BF16 GEMM; Llama-3.1-8B matmuls,\n"
+             "TFLOP/s (2 M N K / time); ratio: BF16's time over the engine's\n");
+  fmt::print("{:<14} {:>6} {:>6} {:>5} | {:>9} {:>9} {:>9} {:>9} | {:>6}\n", "matmul", "out", "in", "M", "engine",
+             "cutlass", "lt fp8", "bf16", "ratio");
   cuda::CublasLtLinear gemm;
   const ModelShape& m = model_shapes().back();
   for (const LinearShape& shape : decode_linears(m)) {
@@ -143,20 +148,31 @@ nlohmann::json bench_fp8_gemm_rows(CudaBackend& backend) {
     const Tensor x16 = random.bf16({kMaxRows, in}, 0.0f, 1.0f);
     const Fp8Rows x8 = quantized_rows(backend, random, kMaxRows, in, keep);
     Allocation out = backend.allocate(DType::kBF16, {kMaxRows, out_features});
-    for (int64_t rows_m : {512, 1024, 2048, 4096, 8192}) {
+    for (int64_t rows_m : {32, 128, 256, 512, 1024, 2048, 4096, 8192}) {
       const double flop = 2.0 * static_cast<double>(rows_m) * out_features * in;
-      const double fp8 = time_per_launch_us(backend, kBatch, [&](int) {
+      const Fp8Rows x_rows{x8.values.rows(0, rows_m), x8.scales.rows(0, rows_m)};
+      const std::vector<Fp8LinearPart> part = {{&w8.q, &w8.scales, nullptr, out.tensor.rows(0, rows_m)}};
+      const double fp8 = time_per_launch_us(backend, kBatch, [&](int) { backend.linear_fp8_group(x_rows, part); });
+      const double cutlass = time_per_launch_us(backend, kBatch, [&](int) {
+        cuda::launch_fp8_gemm_scaled(x8.values.as<const uint8_t>(), x8.scales.as<const float>(),
+                                     w8.q.as<const uint8_t>(), w8.scales.as<const float>(), nullptr,
+                                     static_cast<__nv_bfloat16*>(out.tensor.data), false, rows_m, in, out_features,
+                                     backend.sm_count(), backend.stream());
+      });
+      const double lt = time_per_launch_us(backend, kBatch, [&](int) {
         scaled_gemm(gemm, backend, x8, w8, out.tensor, rows_m, in, out_features);
       });
       const double b16 = time_per_launch_us(backend, kBatch, [&](int) {
         gemm.run(x16.data, w16.data, nullptr, out.tensor.data, false, rows_m, in, out_features, {rows_m, rows_m},
                  backend.stream());
       });
-      const double fp8_tflops = flop / (fp8 * 1e-6) / 1e12, bf16_tflops = flop / (b16 * 1e-6) / 1e12;
-      fmt::print("{:<14} {:>6} {:>6} {:>5} | {:>9.0f} {:>9.0f} | {:>5.2f}x\n", name, out_features, in, rows_m,
-                 fp8_tflops, bf16_tflops, fp8_tflops / bf16_tflops);
-      rows.push_back({{"matmul", name}, {"out", out_features}, {"in", in}, {"m", rows_m}, {"fp8_tflops", fp8_tflops},
-                      {"bf16_tflops", bf16_tflops}, {"fp8_us", fp8}, {"bf16_us", b16}});
+      const auto tflops = [&](double us) { return flop / (us * 1e-6) / 1e12; };
+      fmt::print("{:<14} {:>6} {:>6} {:>5} | {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f} | {:>5.2f}x\n", name, out_features, in,
+                 rows_m, tflops(fp8), tflops(cutlass), tflops(lt), tflops(b16), b16 / fp8);
+      rows.push_back({{"matmul", name}, {"out", out_features}, {"in", in}, {"m", rows_m}, {"fp8_tflops", tflops(fp8)},
+                      {"cutlass_fp8_tflops", tflops(cutlass)}, {"cublaslt_fp8_tflops", tflops(lt)},
+                      {"bf16_tflops", tflops(b16)}, {"fp8_us", fp8}, {"cutlass_fp8_us", cutlass},
+                      {"cublaslt_fp8_us", lt}, {"bf16_us", b16}});
     }
     backend.synchronize();
   }

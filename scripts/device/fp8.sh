@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Run on the GPU machine over a tree with .device/ carried (stage.sh): the FP8 tests and
 # benchmarks; everything lands in $OUT.
-#   bash scripts/device/fp8.sh [tests|sanitize|bench|latency|70b|throughput|serve70b]...
-# tests: the whole GPU test binary; sanitize: memcheck over the FP8 tests; bench: the FP8 tables of
-# `bench kernels` beside the BF16 decode step; latency: bench latency of the 1B and 8B shapes, BF16
+#   bash scripts/device/fp8.sh [tests|sanitize|gemm|bench|latency|70b|throughput|serve70b]...
+# tests: the whole GPU test binary; sanitize: memcheck over the FP8 tests; gemm: the FP8 GEMM
+# table (engine, CUTLASS, cuBLASLt + pass, BF16 at 32-8192 rows), its test and memcheck; bench: the
+# FP8 tables of `bench kernels` beside the BF16 decode step; latency: bench latency of the 1B and 8B shapes, BF16
 # and FP8; 70b: the llama-3.1-70b shape in FP8 (bench latency at batch 1 and 8); throughput: 1000
 # prompts of 1024 in / 128 out on the 8B shape, BF16 then FP8; serve70b: the 70B shape in FP8
 # behind `serve`, `bench serve` at 4 requests/s. KV_DTYPE=fp8 gives the 70B steps an FP8 KV cache.
@@ -17,7 +18,7 @@ export FULLGRAPH_TESTDATA="$D/testdata"
 export FULLGRAPH_SOURCE_DIR="$PWD"
 # memcheck is ~100x slower: the kernels' own tests, the models, and the FP8-cache attention's
 # shorter batches.
-SANITIZE_TESTS='Fp8Kernels.*:*Fp8CheckpointGpu*:*QuantizedAtLoadGpu*:*Fp8KvCacheGpu*:AttentionFp8Kv.Flash*:AttentionFp8Kv.Reference*'
+SANITIZE_TESTS='Fp8Kernels.*:Fp8Gemm.*:*Fp8CheckpointGpu*:*QuantizedAtLoadGpu*:*Fp8KvCacheGpu*:AttentionFp8Kv.Flash*:AttentionFp8Kv.Reference*'
 for what in "$@"; do
   case "$what" in
     tests)
@@ -32,6 +33,15 @@ for what in "$@"; do
         --gtest_filter="$SANITIZE_TESTS" >"$OUT/memcheck_fp8.log" 2>&1
       echo "memcheck exit $?"
       grep -hE "ERROR SUMMARY|FAILED|tests ran|PASSED" "$OUT/memcheck_fp8.log" | tail -10 ;;
+    gemm)
+      echo "== bench kernels --tables fp8_gemm_rows; Fp8Gemm.* and its memcheck"
+      "$D/fullgraph" bench kernels --tables fp8_gemm_rows --json "$OUT/fp8_gemm_rows.json" 2>&1 |
+        tee "$OUT/fp8_gemm_rows.txt" | tail -34
+      "$D/fullgraph_gpu_tests" --gtest_brief=1 --gtest_filter='Fp8Gemm.*' >"$OUT/fp8_gemm_test.log" 2>&1
+      echo "Fp8Gemm exit $?"; grep -E "Failure|FAILED|PASSED" -A2 "$OUT/fp8_gemm_test.log" | head -16
+      compute-sanitizer --tool memcheck --error-exitcode 7 "$D/fullgraph_gpu_tests" --gtest_brief=1 \
+        --gtest_filter='Fp8Gemm.*' >"$OUT/memcheck_fp8_gemm.log" 2>&1
+      echo "memcheck exit $?"; grep -h "ERROR SUMMARY" "$OUT/memcheck_fp8_gemm.log" ;;
     bench)
       echo "== bench kernels: FP8 tables and the decode step, BF16 and FP8"
       "$D/fullgraph" bench kernels --tables fp8_linear,fp8_gemm_rows,decode_step,decode_step_fp8 \

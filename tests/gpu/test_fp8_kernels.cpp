@@ -5,8 +5,9 @@
 // within a bound derived from its fp32 arithmetic, in both its kernels (the direct one and the
 // streamed one, StreamedLinear::run_fp8, at forced slice counts and grids too); its rows' bits do
 // not depend on n; the gated streamed kernel gives the span's linear then SiLU-and-multiply bit
-// for bit. Outputs are poisoned first, so that every element a kernel fails to write shows. (Its speed is measured by
-// `bench kernels --tables fp8_linear`.)
+// for bit. Outputs are poisoned first, so that every element a kernel fails to write shows. (Its
+// speed is measured by `bench kernels --tables fp8_linear`.) The FP8 GEMM past the decode rows is
+// tested in test_fp8_gemm.cpp.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -28,6 +30,7 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_info.h"
 #include "core/dtype.h"
+#include "gpu/fp8_linear_case.h"
 #include "gpu/gpu_test_support.h"
 #include "gpu/late_copy_kernels.h"
 
@@ -36,7 +39,16 @@ namespace {
 
 using cuda::Fp8RowsView;
 using cuda::LinearOutputs;
+using gpu_test::bf16_half_ulp;
+using gpu_test::bf16_ptr;
+using gpu_test::device_bf16;
 using gpu_test::DeviceBuffer;
+using gpu_test::LinearCase;
+using gpu_test::LinearShape;
+using gpu_test::make_linear_case;
+using gpu_test::OutputCheck;
+using gpu_test::random_e4m3;
+using gpu_test::random_scales;
 
 constexpr uint8_t kPoisonByte = 0xFF;      // e4m3 NaN: never produced (the quantizers clamp first)
 constexpr uint16_t kPoisonBf16 = 0xFFFF;   // what gpu_test::poison leaves in a bf16 element
@@ -120,14 +132,6 @@ std::vector<uint16_t> test_rows_bf16(std::mt19937& rng, int64_t rows, int64_t wi
   }
   return bits;
 }
-
-DeviceBuffer device_bf16(const std::vector<uint16_t>& bits, std::initializer_list<int64_t> dims) {
-  DeviceBuffer b = gpu_test::device_alloc(DType::kBF16, dims);
-  gpu_test::upload(b.tensor, bits);
-  return b;
-}
-
-const __nv_bfloat16* bf16_ptr(const DeviceBuffer& b) { return static_cast<const __nv_bfloat16*>(b.tensor.data); }
 
 class Fp8Kernels : public ::testing::Test {
  protected:
@@ -267,98 +271,6 @@ TEST_F(Fp8Kernels, QuantizeWeightMatchesHostBitwise) {
 
 // ---- The decode linear ----
 
-// Random e4m3 bytes (never a NaN code): normal values at scales 2^-3 .. 2^3, one in 16 scaled down
-// into the e4m3 subnormals.
-std::vector<uint8_t> random_e4m3(std::mt19937& rng, size_t count) {
-  std::normal_distribution<float> normal(0.0f, 4.0f);
-  std::vector<uint8_t> bytes(count);
-  for (auto& b : bytes) {
-    const uint32_t r = static_cast<uint32_t>(rng());
-    float v = normal(rng) * std::ldexp(1.0f, static_cast<int>(r % 7) - 3);
-    if ((r >> 8) % 16 == 0) v *= 0x1p-9f;
-    b = float_to_e4m3(std::fmin(std::fmax(v, -kE4M3Max), kE4M3Max));
-  }
-  return bytes;
-}
-
-std::vector<float> random_scales(std::mt19937& rng, size_t count, float lo, float hi) {
-  std::uniform_real_distribution<float> uniform(lo, hi);
-  std::vector<float> s(count);
-  for (auto& v : s) v = uniform(rng);
-  return s;
-}
-
-double bf16_half_ulp(double magnitude) {
-  if (magnitude < 0x1p-126) return 0x1p-134;  // bf16 subnormal spacing 2^-133
-  const int e = static_cast<int>(std::floor(std::log2(magnitude)));
-  return std::ldexp(1.0, e - 8);  // 8 significant bits
-}
-
-// One linear problem: 16 token rows (tests take the first n), weights, scales, bias, and the fp64
-// reference of every (token, output) with the bound on the kernel's fp32 error before bf16.
-struct LinearCase {
-  int64_t out_features = 0, in = 0;
-  std::vector<uint8_t> x, w;              // [16, in], [out_features, in] e4m3
-  std::vector<float> x_scales, w_scales;  // [16], [out_features]
-  std::vector<uint16_t> bias;             // [out_features] bf16
-  std::vector<double> ref, ref_no_bias;   // [16, out_features]
-  std::vector<double> fp32_bound;         // [16, out_features]
-  DeviceBuffer dx, dx_scales, dw, dw_scales, dbias;
-};
-
-// The bound. Products of e4m3 values are exact in the tensor core. Each accumulator is built by a
-// chain of at most in / 16 mma steps (all of `in` in one warp when the block has one warp), then
-// at most 15 fp32 adds of the other warps' partial sums, so at most in / 16 + 16 roundings; each
-// errs by at most 2 ulp (2^-22 relative: the tensor core aligns its addends to the largest and
-// truncates, an fp32 add rounds to nearest) of a partial sum bounded by S = sum_k |x_k w_k|. So
-// |acc - dot| <= (in / 16 + 16) 2^-22 S. The two scale multiplies and the bias add each round to
-// nearest (2^-24 of their result), bounded by 3 * 2^-23 (|scaled S| + |bias|). The bf16 rounding
-// adds half an ulp at the value's magnitude, which the check adds itself.
-LinearCase make_linear_case(std::mt19937& rng, int64_t out_features, int64_t in) {
-  LinearCase c;
-  c.out_features = out_features;
-  c.in = in;
-  c.x = random_e4m3(rng, static_cast<size_t>(16 * in));
-  c.w = random_e4m3(rng, static_cast<size_t>(out_features * in));
-  c.x_scales = random_scales(rng, 16, 1e-3f, 4e-2f);
-  c.w_scales = random_scales(rng, static_cast<size_t>(out_features), 1e-3f, 1e-2f);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  c.bias.resize(static_cast<size_t>(out_features));
-  for (auto& b : c.bias) b = float_to_bf16(normal(rng));
-  std::vector<double> xf(c.x.size()), wf(c.w.size());
-  for (size_t i = 0; i < xf.size(); ++i) xf[i] = e4m3_to_float(c.x[i]);
-  for (size_t i = 0; i < wf.size(); ++i) wf[i] = e4m3_to_float(c.w[i]);
-  c.ref.resize(static_cast<size_t>(16 * out_features));
-  c.ref_no_bias.resize(c.ref.size());
-  c.fp32_bound.resize(c.ref.size());
-  const double chain = static_cast<double>(in / 16 + 16) * 0x1p-22;
-  for (int64_t i = 0; i < 16; ++i)
-    for (int64_t j = 0; j < out_features; ++j) {
-      double dot = 0.0, abs_sum = 0.0;
-      for (int64_t k = 0; k < in; ++k) {
-        const double p = xf[i * in + k] * wf[j * in + k];
-        dot += p;
-        abs_sum += std::fabs(p);
-      }
-      const double scale = static_cast<double>(c.x_scales[i]) * c.w_scales[j];
-      const double b = bf16_to_float(c.bias[j]);
-      const size_t o = static_cast<size_t>(i * out_features + j);
-      c.ref_no_bias[o] = dot * scale;
-      c.ref[o] = dot * scale + b;
-      c.fp32_bound[o] = chain * abs_sum * scale + 3 * 0x1p-23 * (abs_sum * scale + std::fabs(b));
-    }
-  c.dx = gpu_test::device_alloc(DType::kF8E4M3, {16, in});
-  gpu_test::upload(c.dx.tensor, c.x);
-  c.dx_scales = gpu_test::device_alloc(DType::kF32, {16});
-  gpu_test::upload(c.dx_scales.tensor, c.x_scales);
-  c.dw = gpu_test::device_alloc(DType::kF8E4M3, {out_features, in});
-  gpu_test::upload(c.dw.tensor, c.w);
-  c.dw_scales = gpu_test::device_alloc(DType::kF32, {out_features});
-  gpu_test::upload(c.dw_scales.tensor, c.w_scales);
-  c.dbias = device_bf16(c.bias, {out_features});
-  return c;
-}
-
 // Which decode kernel runs: the direct one (launch_fp8_small_n_linear), or the streamed one
 // (StreamedLinear::run_fp8) with k in `slices` slices and `blocks_per_sm` blocks per SM (0: its
 // own rule for either).
@@ -404,31 +316,6 @@ void run_linear(const LaunchContext& at, const Fp8Kernel& kernel, const LinearCa
   FG_CUDA_CHECK(cudaGetLastError());
 }
 
-// Checks output (token, column) = got (bf16) against the case's reference, plus `held` (the bf16
-// the output held before an add_to_output launch, NaN for a plain store).
-struct OutputCheck {
-  int64_t failures = 0;
-  void check(const LinearCase& c, bool with_bias, int64_t token, int64_t column, uint16_t got_bits, float held,
-             const std::string& what) {
-    const size_t o = static_cast<size_t>(token * c.out_features + column);
-    const double value = with_bias ? c.ref[o] : c.ref_no_bias[o];
-    const double bound = c.fp32_bound[o];
-    const double got = bf16_to_float(got_bits);
-    double want = value, tolerance = bound + bf16_half_ulp(std::fabs(value) + bound);
-    if (!std::isnan(held)) {  // bf16(held + bf16(value)): one more rounding, at the sum
-      want = static_cast<double>(held) + value;
-      tolerance += bf16_half_ulp(std::fabs(want) + tolerance);
-    }
-    if (std::fabs(got - want) <= tolerance) return;  // NaN (unwritten) fails here
-    if (failures++ < 5)
-      ADD_FAILURE() << what << ": output (" << token << ", " << column << ") is " << got << ", want " << want
-                    << " +- " << tolerance;
-  }
-};
-
-struct LinearShape {
-  int64_t out_features, in;
-};
 // The fixtures' tiny odd shapes, a leftover partial k-step (in % 64 != 0), blocks of several warps
 // with leftover steps (in = 4176: 65 whole steps and one of 16; the streamed kernel's last chunk
 // of k 80 wide) and a last, partial block of rows; for the streamed kernel also many tiles per
@@ -671,6 +558,7 @@ TEST_F(Fp8Kernels, StreamedGatedLinearIsTheSpanThenSiluMul) {
   }
   if (ran == 0) GTEST_SKIP() << "no shape streams gated on " << sm_count_ << " SMs";
 }
+
 
 }  // namespace
 }  // namespace fg

@@ -1,12 +1,14 @@
 // backend/cuda/cuda_fp8.cpp — CudaBackend's FP8 ops: argument checks, then the kernels of
-// fp8_kernels.h or cuBLASLt's FP8 GEMM by the bucket rule (as the BF16 linears: a pure function of
-// n and the configured buckets, so graph and eager runs of n rows take the same path).
+// fp8_kernels.h, cuBLASLt's FP8 GEMM or CUTLASS's (fp8_gemm_cutlass.h) by the bucket rule (as the
+// BF16 linears: a pure function of n and the configured buckets, so graph and eager runs of n rows
+// take the same path).
 #include <algorithm>
 #include <climits>
 #include <cmath>
 
 #include "backend/cuda/cublaslt_linear.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/fp8_gemm_cutlass.h"
 #include "backend/cuda/fp8_kernels.h"
 #include "backend/cuda/norm_kernels.h"
 #include "backend/cuda/streamed_linear.h"
@@ -51,6 +53,27 @@ void check_fp8_part(const Fp8Rows& x, const Fp8LinearPart& p) {
 }
 
 const void* bias_data(const Fp8LinearPart& p) { return p.bias != nullptr ? p.bias->data : nullptr; }
+
+// Past the small-n rows, which FP8 GEMM: CUTLASS's (the scales in its epilogue) for buckets that
+// reach 512 rows, cuBLASLt's followed by the scaling pass for smaller ones. On an H100
+// (bench/RESULTS.md, 2026-12-07, the 8B's four matmuls) CUTLASS's ran 1,080-1,320 TFLOP/s at
+// 512-8192 rows against 740-1,100 for cuBLASLt + pass, but 300-450 against 460-570 at 128 rows and
+// 70-120 against 140-180 at 32. A function of the bucket, not of n, so that graph and eager runs
+// of n rows take the same GEMM.
+constexpr int64_t kCutlassFp8GemmMinRows = 512;
+bool runs_cutlass_fp8_gemm(const SizeBuckets& buckets, int64_t n) {
+  return buckets.of(n).hi >= kCutlassFp8GemmMinRows;
+}
+
+// The FP8 GEMM's epilogue (fp8_gemm_cutlass.h) reads the scales and the bias and stores the output
+// 16 bytes at a time.
+void require_fp8_gemm_operands(const Fp8Rows& x, const Fp8LinearPart& p, const char* op) {
+  FG_CHECK(p.weight->dim(0) % 8 == 0, "cuda backend: {}: the FP8 GEMM takes outputs in multiples of 8, got {}", op,
+           p.weight->dim(0));
+  cuda::require_aligned16(x.scales, "FP8 input scales");
+  cuda::require_aligned16(*p.scale, "FP8 linear weight scales");
+  if (bias_data(p) != nullptr) cuda::require_aligned16(*p.bias, "FP8 linear bias");
+}
 
 // Whether the parts run as one launch: weights, scales and biases (all or none) back to back.
 bool fp8_fusable(const std::vector<Fp8LinearPart>& parts) {
@@ -149,9 +172,17 @@ void CudaBackend::linear_fp8_group(const Fp8Rows& x, const std::vector<Fp8Linear
   const int64_t n = x.values.dim(0), in = x.values.dim(1);
   if (n == 0 || parts.empty()) return;
   if (runs_cublaslt(LinearPath::kAuto, n)) {
-    // Each part's unscaled sums into its own output, then scaled there.
     for (const Fp8LinearPart& p : parts) {
       const int64_t rows = p.weight->dim(0);
+      if (runs_cutlass_fp8_gemm(buckets_, n)) {  // each part scaled in the GEMM's epilogue
+        require_fp8_gemm_operands(x, p, "linear_fp8_group");
+        cuda::launch_fp8_gemm_scaled(x.values.as<const uint8_t>(), x.scales.as<const float>(),
+                                     p.weight->as<const uint8_t>(), p.scale->as<const float>(),
+                                     static_cast<const __nv_bfloat16*>(bias_data(p)), cuda::bf16_ptr(p.out), false, n,
+                                     in, rows, sm_count_, stream_);
+        continue;
+      }
+      // The unscaled sums into the part's own output, then scaled there.
       gemm_->run_fp8(x.values.data, p.weight->data, p.out.data, n, in, rows, buckets_.of(n), stream_);
       cuda::launch_fp8_scale_outputs(cuda::bf16_ptr(p.out), x.scales.as<const float>(), p.scale->as<const float>(),
                                      static_cast<const __nv_bfloat16*>(bias_data(p)),
@@ -234,6 +265,13 @@ void CudaBackend::linear_fp8_residual_add(const Fp8Rows& x, const Tensor& weight
   cuda::LinearOutputs outputs = cuda::LinearOutputs::whole(residual.data, weight.dim(0));
   outputs.add_to_output = true;
   if (runs_cublaslt(LinearPath::kAuto, n)) {
+    if (runs_cutlass_fp8_gemm(buckets_, n)) {  // scaled and added in the GEMM's epilogue; `out` unused
+      require_fp8_gemm_operands(x, {&weight, &scale, nullptr, residual}, "linear_fp8_residual_add");
+      cuda::launch_fp8_gemm_scaled(x.values.as<const uint8_t>(), x.scales.as<const float>(),
+                                   weight.as<const uint8_t>(), scale.as<const float>(), nullptr,
+                                   cuda::bf16_ptr(residual), true, n, in, weight.dim(0), sm_count_, stream_);
+      return;
+    }
     // The unscaled sums into the scratch `out`, then scaled and added to the residual stream.
     cuda::require(out, DType::kBF16, "linear_fp8_residual_add scratch");
     FG_CHECK(out.same_shape({n, weight.dim(0)}), "cuda backend: linear_fp8_residual_add scratch {} for {} rows of {}",

@@ -9,4 +9,6 @@ void raise_cuda_error(cudaError_t status, const char* call, const char* file, in
   fail("CUDA error {} ({}) in {} at {}:{}", cudaGetErrorName(status), cudaGetErrorString(status), call, file, line);
 }
 
+void raise_error(const std::string& message) { throw Error(message); }
+
 }  // namespace fg::cuda

@@ -7,8 +7,12 @@
 
 #include <cuda_runtime.h>
 
+#include <string>
+
 namespace fg::cuda {
 [[noreturn]] void raise_cuda_error(cudaError_t status, const char* call, const char* file, int line);
+// Any other failure found in a .cu file (a library's status, e.g. CUTLASS's), as an fg::Error.
+[[noreturn]] void raise_error(const std::string& message);
 }  // namespace fg::cuda
 
 #define FG_CUDA_CHECK(call)                                                                      \
