@@ -82,8 +82,9 @@ TEST_F(Fp8Gemm, MatchesFp64ReferenceAndRowsAreIndependentOfN) {
           gpu_test::upload(out.tensor, held);  // poison, or the residual stream
           cuda::launch_fp8_gemm_scaled(static_cast<const uint8_t*>(x.tensor.data),
                                        static_cast<const float*>(c.dx_scales.tensor.data), w, w_scales,
-                                       with_bias ? bf16_ptr(c.dbias) : nullptr, static_cast<__nv_bfloat16*>(out.tensor.data), add, n, s.in,
-                                       s.out_features, sm_count_, stream_);
+                                       with_bias ? bf16_ptr(c.dbias) : nullptr,
+                                       static_cast<__nv_bfloat16*>(out.tensor.data), add, n, s.in, s.out_features,
+                                       sm_count_, stream_);
           FG_CUDA_CHECK(cudaStreamSynchronize(stream_));
           const std::vector<uint16_t> got = gpu_test::download<uint16_t>(out.tensor);
           const std::string what = "FP8 GEMM, " + std::to_string(s.out_features) + " x " + std::to_string(s.in) +
