@@ -4,10 +4,11 @@
 #   bash scripts/device/fp8.sh [tests|sanitize|gemm|bench|latency|70b|throughput|serve70b]...
 # tests: the whole GPU test binary; sanitize: memcheck over the FP8 tests; gemm: the FP8 GEMM
 # table (engine, CUTLASS, cuBLASLt + pass, BF16 at 32-8192 rows), its test and memcheck; bench: the
-# FP8 tables of `bench kernels` beside the BF16 decode step; latency: bench latency of the 1B and 8B shapes, BF16
-# and FP8; 70b: the llama-3.1-70b shape in FP8 (bench latency at batch 1 and 8); throughput: 1000
-# prompts of 1024 in / 128 out on the 8B shape, BF16 then FP8; serve70b: the 70B shape in FP8
-# behind `serve`, `bench serve` at 4 requests/s. KV_DTYPE=fp8 gives the 70B steps an FP8 KV cache.
+# FP8 tables of `bench kernels` beside the BF16 decode step; latency: bench latency of the 1B and
+# 8B shapes, BF16 and FP8; 70b: the llama-3.1-70b shape in FP8 (bench latency at batch 1 and 8);
+# throughput: 1000 prompts of 1024 in / 128 out on the 8B shape, BF16 then FP8; serve70b: the 70B
+# shape in FP8 behind `serve`, `bench serve` at 4 requests/s. KV_DTYPE=fp8 gives the 70B steps an
+# FP8 KV cache.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 D="$PWD/.device"

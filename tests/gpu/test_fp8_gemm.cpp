@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -56,7 +55,7 @@ double fp8_gemm_chain_error(int64_t in) { return static_cast<double>(4 * ((in + 
 
 // Row counts past the decode rows: one partial M tile, one past a cluster of two tiles, and a last
 // partial tile after several whole ones. Shapes: k shorter than one 128-deep block, a partial last
-// k block (4176 = 32 blocks and 80), a partial last N tile (136, 1032) and a whole ones (256).
+// k block (4176 = 32 blocks and 80), a partial last N tile (136, 1032) and whole ones (256).
 TEST_F(Fp8Gemm, MatchesFp64ReferenceAndRowsAreIndependentOfN) {
   const LinearShape shapes[] = {{40, 48}, {136, 4176}, {256, 4096}, {1032, 1040}};
   constexpr int64_t kRows = 300;

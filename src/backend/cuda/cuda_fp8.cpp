@@ -172,9 +172,10 @@ void CudaBackend::linear_fp8_group(const Fp8Rows& x, const std::vector<Fp8Linear
   const int64_t n = x.values.dim(0), in = x.values.dim(1);
   if (n == 0 || parts.empty()) return;
   if (runs_cublaslt(LinearPath::kAuto, n)) {
+    const bool cutlass = runs_cutlass_fp8_gemm(buckets_, n);
     for (const Fp8LinearPart& p : parts) {
       const int64_t rows = p.weight->dim(0);
-      if (runs_cutlass_fp8_gemm(buckets_, n)) {  // each part scaled in the GEMM's epilogue
+      if (cutlass) {  // each part scaled in the GEMM's epilogue
         require_fp8_gemm_operands(x, p, "linear_fp8_group");
         cuda::launch_fp8_gemm_scaled(x.values.as<const uint8_t>(), x.scales.as<const float>(),
                                      p.weight->as<const uint8_t>(), p.scale->as<const float>(),
