@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Run on the GPU machine over a tree with .device/ carried (stage.sh): the FP8 tests and
 # benchmarks; everything lands in $OUT.
-#   bash scripts/device/fp8.sh [tests|sanitize|gemm|bench|latency|70b|throughput|serve70b]...
+#   bash scripts/device/fp8.sh [tests|sanitize|gemm|steps|bench|latency|70b|throughput|serve70b]...
 # tests: the whole GPU test binary; sanitize: memcheck over the FP8 tests; gemm: the FP8 GEMM
-# table (engine, CUTLASS, cuBLASLt + pass, BF16 at 32-8192 rows), its test and memcheck; bench: the
-# FP8 tables of `bench kernels` beside the BF16 decode step; latency: bench latency of the 1B and
-# 8B shapes, BF16 and FP8; 70b: the llama-3.1-70b shape in FP8 (bench latency at batch 1 and 8);
-# throughput: 1000 prompts of 1024 in / 128 out on the 8B shape, BF16 then FP8; serve70b: the 70B
-# shape in FP8 behind `serve`, `bench serve` at 4 requests/s. KV_DTYPE=fp8 gives the 70B steps an
-# FP8 KV cache.
+# table (engine, CUTLASS, cuBLASLt + pass, BF16 at 32-8192 rows), its test and memcheck; steps: the
+# decode step tables, BF16 and FP8, with the batch-1 breakdown; bench: the FP8 tables of `bench
+# kernels` beside the BF16 decode step; latency: bench latency of the 1B and 8B shapes, BF16 and
+# FP8; 70b: the llama-3.1-70b shape in FP8 (bench latency at batch 1 and 8); throughput: 1000
+# prompts of 1024 in / 128 out on the 8B shape, BF16, FP8, and FP8 with an FP8 KV cache; serve70b:
+# the 70B shape in FP8 behind `serve`, `bench serve` at 4 requests/s. KV_DTYPE=fp8 gives the 70B
+# steps an FP8 KV cache.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 D="$PWD/.device"
@@ -43,6 +44,10 @@ for what in "$@"; do
       compute-sanitizer --tool memcheck --error-exitcode 7 "$D/fullgraph_gpu_tests" --gtest_brief=1 \
         --gtest_filter='Fp8Gemm.*' >"$OUT/memcheck_fp8_gemm.log" 2>&1
       echo "memcheck exit $?"; grep -h "ERROR SUMMARY" "$OUT/memcheck_fp8_gemm.log" ;;
+    steps)
+      echo "== bench kernels: the decode step, BF16 and FP8"
+      "$D/fullgraph" bench kernels --tables decode_step,decode_step_fp8 --breakdown-batches 1 \
+        --json "$OUT/bench_steps.json" 2>&1 | tee "$OUT/bench_steps.txt" | grep -v "^  " ;;
     bench)
       echo "== bench kernels: FP8 tables and the decode step, BF16 and FP8"
       "$D/fullgraph" bench kernels --tables fp8_linear,fp8_gemm_rows,decode_step,decode_step_fp8 \
@@ -72,11 +77,15 @@ with open(sys.argv[1], "w") as f:
         f.write(json.dumps({"prompt_ids": [rng.randrange(128256) for _ in range(1024)], "max_tokens": 128,
                             "temperature": 0, "ignore_eos": True}) + "\n")
 PY
-      for q in "" fp8; do
-        echo "== offline throughput, llama-3.1-8b shape, ${q:-bf16}"
-        "$D/fullgraph" generate --prompts "$OUT/prompts_1000.jsonl" --shape llama-3.1-8b --device cuda ${q:+--quantization $q} \
+      # weights:KV cache. Decode attention reads 1000 x 128 steps of ~1,088 tokens of cache, 18.3 TB
+      # in BF16 on this shape: an FP8 cache halves the one cost FP8 weights leave untouched.
+      for run in bf16:auto fp8:auto fp8:fp8; do
+        q="${run%%:*}" kv="${run##*:}" name="${run%%:*}_kv_${run##*:}"
+        echo "== offline throughput, llama-3.1-8b shape, weights $q, KV cache $kv"
+        "$D/fullgraph" generate --prompts "$OUT/prompts_1000.jsonl" --shape llama-3.1-8b --device cuda \
+          $([ "$q" = fp8 ] && echo --quantization fp8) --kv-cache-dtype "$kv" \
           --max-num-seqs 256 --max-num-batched-tokens 2048 --max-model-len 2048 --no-progress \
-          --output "$OUT/throughput_${q:-bf16}.jsonl" 2>&1 | grep -v "capturing graphs" | tee "$OUT/throughput_${q:-bf16}.txt" | tail -6
+          --output "$OUT/throughput_$name.jsonl" 2>&1 | grep -v "capturing graphs" | tee "$OUT/throughput_$name.txt" | tail -6
       done ;;
     serve70b)
       echo "== serve llama-3.1-70b FP8 (KV cache ${KV_DTYPE:-auto}) + bench serve at 4 requests/s"
