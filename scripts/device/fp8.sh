@@ -80,7 +80,8 @@ PY
       # weights:KV cache. Decode attention reads 1000 x 128 steps of ~1,088 tokens of cache, 18.3 TB
       # in BF16 on this shape: an FP8 cache halves the one cost FP8 weights leave untouched.
       for run in bf16:auto fp8:auto fp8:fp8; do
-        q="${run%%:*}" kv="${run##*:}" name="${run%%:*}_kv_${run##*:}"
+        q="${run%%:*}" kv="${run##*:}"
+        name="${q}_kv_${kv}"
         echo "== offline throughput, llama-3.1-8b shape, weights $q, KV cache $kv"
         "$D/fullgraph" generate --prompts "$OUT/prompts_1000.jsonl" --shape llama-3.1-8b --device cuda \
           $([ "$q" = fp8 ] && echo --quantization fp8) --kv-cache-dtype "$kv" \
