@@ -269,6 +269,7 @@ __device__ __noinline__ void walk_wide_tile(const FlashParams p, const TileWalk 
     // Then everyone's.
     if (j == 0) cp_async_wait<1>();
     else cp_async_wait<kWideStages - 1>();
+    kv.convert(sk0 + stage * kStageBytes, sv0 + stage * kStageBytes);
     __syncthreads();
     if constexpr (kQInRegs) {
       if (j == 0 && warp_active) {

@@ -10,7 +10,6 @@
 #include <type_traits>
 
 #include "attention/cuda/flash_attention_mma.h"
-#include "core/cuda/pdl.cuh"
 
 namespace fg::attn {
 
@@ -30,6 +29,13 @@ __device__ __forceinline__ uint4 e4m3x8_to_bf16x8(uint2 raw) {
   return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
+__device__ __forceinline__ uint4 ld_shared_16(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr)
+               : "memory");
+  return v;
+}
+
 __device__ __forceinline__ void st_shared_16(uint32_t addr, uint4 v) {
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                : "memory");
@@ -46,16 +52,21 @@ constexpr int kKvRingStages = 3;
 // fetched one tile ahead (fetch_blocks) so that the table lookup's latency is hidden behind the
 // compute of the current tile instead of stalling the issue of the copies.
 //
-// kFp8: the cache holds e4m3 bytes (--kv-cache-dtype fp8). A thread's chunk is then 8 bytes, loaded
-// into registers and stored to the same swizzled place as the bf16 chunk it converts to
-// (e4m3x8_to_bf16x8), so the tiles the MMAs read are the same bf16 tiles; the scales are applied
-// outside the walk (k_scale folded into the softmax scale, v_scale into the output). The copies
-// are synchronous, not cp.async: the ring's commit and wait counts still hold (their groups are
-// empty), and a stage is written only after the barrier that ends its last read, as before.
+// kFp8: the cache holds e4m3 bytes (--kv-cache-dtype fp8). A thread's 16-byte chunk is then 16
+// values, copied by cp.async as the bf16 chunks are, into the upper half of the stage (its raw
+// e4m3 tile, [BN][HD] bytes unswizzled), where the bf16 tile converted from it later lands. Once
+// the tile has landed, convert() turns it into the same swizzled bf16 tile the BF16 cache gives
+// (e4m3x8_to_bf16x8: exact), so the MMAs read what they read there; the scales are applied outside
+// the walk (k_scale folded into the softmax scale, v_scale into the output). The copies stay in
+// flight behind the compute of earlier tiles as the bf16 copies do (loads into registers, which
+// stall the thread until they land, left the walk waiting on memory at every tile: 1.4x the BF16
+// cache's decode step at 192 requests of 1,088 positions on an H100, bench/RESULTS.md 2026-12-07).
 template <int HD, int BN, int NT, bool kFp8 = false>
 struct PagedKvLoader {
   using Element = std::conditional_t<kFp8, uint8_t, __nv_bfloat16>;
-  static constexpr int kChunksPerRow = HD / 8;
+  static constexpr int kValuesPerChunk = 16 / sizeof(Element);
+  static constexpr int kChunksPerRow = HD / kValuesPerChunk;
+  static constexpr uint32_t kRawOffset = BN * HD;  // the raw e4m3 tile's bytes past the stage's start
   static constexpr int kRowsPerPass = NT / kChunksPerRow;
   static constexpr int kPasses = BN / kRowsPerPass;
   static_assert(NT % kChunksPerRow == 0 && BN % kRowsPerPass == 0, "loader shape");
@@ -120,19 +131,39 @@ struct PagedKvLoader {
       const bool valid = p < kv_end;
       if ((valid && p >= written_begin) != written) continue;
       const int64_t slot = static_cast<int64_t>(blocks[i]) * block_size + (p - block_of(p) * block_size);
-      const int64_t offset = valid ? slot * slot_stride + chunk * 8 : 0;
-      const uint32_t dst = swizzle<HD>(row, chunk);
-      if constexpr (kFp8) {
-        const uint2 zero = make_uint2(0, 0);
-        // Coherent loads: the written rows are read after the wait (pdl.cuh).
-        const uint2 k8 = valid ? fg::cuda::load_written_8(k_head + offset) : zero;
-        const uint2 v8 = valid ? fg::cuda::load_written_8(v_head + offset) : zero;
-        st_shared_16(sk + dst, e4m3x8_to_bf16x8(k8));
-        st_shared_16(sv + dst, e4m3x8_to_bf16x8(v8));
-      } else {
-        cp_async_16(sk + dst, k_head + offset, valid);
-        cp_async_16(sv + dst, v_head + offset, valid);
+      const int64_t offset = valid ? slot * slot_stride + chunk * kValuesPerChunk : 0;
+      const uint32_t dst = kFp8 ? kRawOffset + row * HD + chunk * 16 : swizzle<HD>(row, chunk);
+      cp_async_16(sk + dst, k_head + offset, valid);
+      cp_async_16(sv + dst, v_head + offset, valid);
+    }
+  }
+
+  // With an e4m3 cache, the tile of the stage at sk / sv (landed: this thread's copies waited for)
+  // from its raw half into its bf16 tile. Each thread converts the chunks it copied, so it reads no
+  // other thread's copies; the barrier between the reads and the writes keeps every raw chunk
+  // from being overwritten before its thread has read it. The caller's barrier after this call
+  // then publishes the bf16 tile, as it publishes the copies of a BF16 tile. A no-op for BF16.
+  __device__ __forceinline__ void convert(uint32_t sk, uint32_t sv) const {
+    if constexpr (kFp8) {
+      uint4 k8[kPasses], v8[kPasses];
+#pragma unroll
+      for (int i = 0; i < kPasses; ++i) {
+        const uint32_t raw = kRawOffset + (row0 + i * kRowsPerPass) * HD + chunk * 16;
+        k8[i] = ld_shared_16(sk + raw);
+        v8[i] = ld_shared_16(sv + raw);
       }
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < kPasses; ++i) {
+        const int row = row0 + i * kRowsPerPass;
+        const uint32_t lo = swizzle<HD>(row, 2 * chunk), hi = swizzle<HD>(row, 2 * chunk + 1);
+        st_shared_16(sk + lo, e4m3x8_to_bf16x8(make_uint2(k8[i].x, k8[i].y)));
+        st_shared_16(sk + hi, e4m3x8_to_bf16x8(make_uint2(k8[i].z, k8[i].w)));
+        st_shared_16(sv + lo, e4m3x8_to_bf16x8(make_uint2(v8[i].x, v8[i].y)));
+        st_shared_16(sv + hi, e4m3x8_to_bf16x8(make_uint2(v8[i].z, v8[i].w)));
+      }
+    } else {
+      (void)sk, (void)sv;
     }
   }
 };
@@ -207,11 +238,12 @@ __device__ __forceinline__ void walk_in_slices(PagedKvLoader<HD, 64, NT, F>& kv,
     // are all issued after that group).
     if (j == 0) cp_async_wait<kStages - 2>();
     else cp_async_wait<kStages - 1>();
+    const int stage = j % kStages;
+    kv.convert(sk0 + stage * kStageBytes, sv0 + stage * kStageBytes);
     __syncthreads();
     if (j == 0) load_q_fragments<HD>(qa, sq, 0, lane);
     const int slice = kv_begin + j * kBN + warp * 16;
     if (slice < walk_end) {
-      const int stage = j % kStages;
       attend_tile<HD, 2>(o, m, l, qa, sk0 + stage * kStageBytes, sv0 + stage * kStageBytes, warp * 16, slice, horizon,
                          kv_end, scale_log2, lane);
     }

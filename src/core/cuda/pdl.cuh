@@ -66,11 +66,6 @@ __device__ __forceinline__ uint4 load_written_16(const void* p) {
                : "memory");
   return v;
 }
-__device__ __forceinline__ uint2 load_written_8(const void* p) {
-  uint2 v;
-  asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p) : "memory");
-  return v;
-}
 __device__ __forceinline__ float load_written_f32(const float* p) {
   float v;
   asm volatile("ld.global.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
