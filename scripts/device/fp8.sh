@@ -9,7 +9,7 @@
 # FP8; 70b: the llama-3.1-70b shape in FP8 (bench latency at batch 1 and 8); throughput: 1000
 # prompts of 1024 in / 128 out on the 8B shape, BF16, FP8, and FP8 with an FP8 KV cache; serve70b:
 # the 70B shape in FP8 behind `serve`, `bench serve` at 4 requests/s. KV_DTYPE=fp8 gives the 70B
-# steps an FP8 KV cache.
+# steps an FP8 KV cache; THROUGHPUT_RUNS="weights:kv ..." picks the throughput runs and their order.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 D="$PWD/.device"
@@ -79,7 +79,7 @@ with open(sys.argv[1], "w") as f:
 PY
       # weights:KV cache. Decode attention reads 1000 x 128 steps of ~1,088 tokens of cache, 18.3 TB
       # in BF16 on this shape: an FP8 cache halves the one cost FP8 weights leave untouched.
-      for run in bf16:auto fp8:auto fp8:fp8; do
+      for run in ${THROUGHPUT_RUNS:-bf16:auto fp8:auto fp8:fp8}; do
         q="${run%%:*}" kv="${run##*:}"
         name="${q}_kv_${kv}"
         echo "== offline throughput, llama-3.1-8b shape, weights $q, KV cache $kv"
