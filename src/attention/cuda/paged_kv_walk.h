@@ -58,9 +58,11 @@ constexpr int kKvRingStages = 3;
 // the tile has landed, convert() turns it into the same swizzled bf16 tile the BF16 cache gives
 // (e4m3x8_to_bf16x8: exact), so the MMAs read what they read there; the scales are applied outside
 // the walk (k_scale folded into the softmax scale, v_scale into the output). The copies stay in
-// flight behind the compute of earlier tiles as the bf16 copies do (loads into registers, which
-// stall the thread until they land, left the walk waiting on memory at every tile: 1.4x the BF16
-// cache's decode step at 192 requests of 1,088 positions on an H100, bench/RESULTS.md 2026-12-07).
+// flight behind the compute of earlier tiles as the bf16 copies do. (Loads into registers, which
+// stall the thread until they land, leave the walk waiting on memory at every tile: at 192
+// requests of 1,088 positions on an H100, the FP8 weights' decode step with an e4m3 cache took
+// 1.04x (flash) and 1.37x (split_kv) the BF16 cache's time that way, and 0.83x (flash) on the
+// ring; bench/RESULTS.md, 2026-12-07.)
 template <int HD, int BN, int NT, bool kFp8 = false>
 struct PagedKvLoader {
   using Element = std::conditional_t<kFp8, uint8_t, __nv_bfloat16>;
